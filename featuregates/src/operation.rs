@@ -1,0 +1,89 @@
+use std::fmt;
+use std::str::FromStr;
+
+/// The kind of change a reconciler asks for; the strategy table is keyed by
+/// resource and operation.
+///
+/// ```
+/// use concord_featuregates::Operation;
+/// assert_eq!("remove-finalizer".parse(), Ok(Operation::RemoveFinalizer));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Adding a finalizer to `metadata.finalizers`.
+    AddFinalizer,
+    /// Removing a finalizer from `metadata.finalizers`.
+    RemoveFinalizer,
+    /// Setting or removing labels and annotations.
+    Metadata,
+    /// Changing the status subresource.
+    Status,
+    /// Any other mutation, expressed as a closure.
+    Other,
+}
+
+impl Operation {
+    /// Every operation, in table order.
+    pub const ALL: [Operation; 5] = [
+        Operation::AddFinalizer,
+        Operation::RemoveFinalizer,
+        Operation::Metadata,
+        Operation::Status,
+        Operation::Other,
+    ];
+
+    /// The configuration spelling of this operation.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Operation::AddFinalizer => "add-finalizer",
+            Operation::RemoveFinalizer => "remove-finalizer",
+            Operation::Metadata => "metadata",
+            Operation::Status => "status",
+            Operation::Other => "other",
+        }
+    }
+
+    /// A dense index in `0..Operation::ALL.len()`, for table lookups without
+    /// hashing.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error returned when a string names no operation.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown operation `{0}` (expected one of add-finalizer, remove-finalizer, metadata, status, other)"
+)]
+pub struct UnknownOperation(pub String);
+
+impl FromStr for Operation {
+    type Err = UnknownOperation;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Operation::ALL
+            .into_iter()
+            .find(|op| op.as_str() == s)
+            .ok_or_else(|| UnknownOperation(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_round_trip_and_index_densely() {
+        for (i, op) in Operation::ALL.into_iter().enumerate() {
+            assert_eq!(op.as_str().parse::<Operation>(), Ok(op));
+            assert_eq!(op.index(), i);
+        }
+    }
+}

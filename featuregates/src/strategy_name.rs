@@ -1,0 +1,113 @@
+use std::fmt;
+use std::str::FromStr;
+
+/// The name of a write strategy, the same word in code, configuration,
+/// metrics labels and the book.
+///
+/// ```
+/// use concord_featuregates::StrategyName;
+/// let s: StrategyName = "strict".parse().unwrap();
+/// assert_eq!(s, StrategyName::Strict);
+/// assert_eq!(s.to_string(), "strict");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum StrategyName {
+    /// JSON merge patch computed from the observed object, no precondition.
+    Lax,
+    /// JSON merge patch carrying the observed `metadata.resourceVersion`.
+    Strict,
+    /// PUT of the mutated object with its resourceVersion.
+    Update,
+    /// Per-object in-process mutex around fresh read, compute and patch.
+    Locked,
+    /// Server-side apply with a field manager per intent.
+    Apply,
+}
+
+impl StrategyName {
+    /// Every strategy, in the order the book and reports list them.
+    pub const ALL: [StrategyName; 5] = [
+        StrategyName::Lax,
+        StrategyName::Strict,
+        StrategyName::Update,
+        StrategyName::Locked,
+        StrategyName::Apply,
+    ];
+
+    /// The configuration and metrics-label spelling of this strategy.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StrategyName::Lax => "lax",
+            StrategyName::Strict => "strict",
+            StrategyName::Update => "update",
+            StrategyName::Locked => "locked",
+            StrategyName::Apply => "apply",
+        }
+    }
+
+    /// Whether this strategy takes a [`ConflictPolicy`](crate::ConflictPolicy)
+    /// (only the optimistic-lock strategies meet `409 Conflict`).
+    pub const fn takes_conflict_policy(self) -> bool {
+        matches!(self, StrategyName::Strict | StrategyName::Update)
+    }
+
+    /// Whether this strategy can carry out `operation`.
+    ///
+    /// Server-side apply can only express typed intents, so it cannot serve
+    /// [`Operation::Other`](crate::Operation::Other) (arbitrary closures).
+    pub const fn serves(self, operation: crate::Operation) -> bool {
+        !matches!(
+            (self, operation),
+            (StrategyName::Apply, crate::Operation::Other)
+        )
+    }
+}
+
+impl fmt::Display for StrategyName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error returned when a string names no strategy.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown strategy `{0}` (expected one of lax, strict, update, locked, apply)")]
+pub struct UnknownStrategy(pub String);
+
+impl FromStr for StrategyName {
+    type Err = UnknownStrategy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        StrategyName::ALL
+            .into_iter()
+            .find(|name| name.as_str() == s)
+            .ok_or_else(|| UnknownStrategy(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Operation;
+
+    #[test]
+    fn names_round_trip() {
+        for name in StrategyName::ALL {
+            assert_eq!(name.as_str().parse::<StrategyName>(), Ok(name));
+        }
+    }
+
+    #[test]
+    fn parse_rejects_unknown_name() {
+        let err = "optimistic".parse::<StrategyName>().unwrap_err();
+        assert!(err.to_string().contains("`optimistic`"));
+    }
+
+    #[test]
+    fn apply_cannot_serve_closures() {
+        assert!(!StrategyName::Apply.serves(Operation::Other));
+        assert!(StrategyName::Apply.serves(Operation::RemoveFinalizer));
+        assert!(StrategyName::Lax.serves(Operation::Other));
+    }
+}
