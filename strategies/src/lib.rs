@@ -1,0 +1,85 @@
+//! Write strategies for concord: how a reconciler's intended change reaches
+//! the API server.
+//!
+//! A reconciler states *what* it wants changed as a [`Mutation`] of
+//! [`Intent`]s; a [`WriteStrategy`] decides *how* it is sent:
+//!
+//! | strategy | on the wire | protects against | cost |
+//! | --- | --- | --- | --- |
+//! | [`Lax`] | merge patch from the observed object | nothing | 1 request |
+//! | [`Strict`] | same patch + `resourceVersion` + `uid`; 409 → GET, retry | every writer | GET + PATCH per conflict |
+//! | [`Update`] | PUT with `resourceVersion`; 409 → GET, retry | every writer | full object on the wire |
+//! | [`Locked`] | in-process mutex around GET → merge patch | tasks of this process only | GET per write, serialised |
+//! | [`Apply`] | server-side apply, a field manager per intent | every writer | managedFields; typed intents only |
+//!
+//! Pick one by name with [`strategy_for`], wrap it in a typed [`Writer`],
+//! and read what each write cost in its [`Outcome`]; aggregate with
+//! [`WriteMetrics`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use concord_strategies::{Intent, Mutation, StrategyName, ConflictPolicy, Writer, strategy_for};
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! let client = kube::Client::try_default().await?;
+//! let pod: Pod = kube::Api::namespaced(client.clone(), "default").get("web-0").await?;
+//! let writer = Writer::<Pod>::new(client, strategy_for(StrategyName::Strict, ConflictPolicy::default()));
+//! writer.write(&pod, &Mutation::from(Intent::remove_finalizer("example.com/cleanup"))).await?;
+//! # Ok(()) }
+//! ```
+
+mod apply;
+mod before_write;
+mod error;
+mod field_manager;
+mod intent;
+mod lax;
+mod lock_table;
+mod locked;
+mod merge_patch;
+mod metrics;
+mod mutation;
+mod object_key;
+mod outcome;
+mod retry;
+mod session;
+mod strategy;
+mod strict;
+mod target;
+mod update;
+mod writer;
+
+#[doc(inline)]
+pub use apply::Apply;
+#[doc(inline)]
+pub use before_write::BeforeWrite;
+#[doc(inline)]
+pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
+#[doc(inline)]
+pub use error::Error;
+#[doc(inline)]
+pub use intent::{Condition, Intent};
+#[doc(inline)]
+pub use lax::Lax;
+#[doc(inline)]
+pub use lock_table::{LockGuard, LockTable};
+#[doc(inline)]
+pub use locked::Locked;
+#[doc(inline)]
+pub use metrics::{LATENCY_BUCKETS, MetricsSnapshot, WriteMetrics};
+#[doc(inline)]
+pub use mutation::Mutation;
+#[doc(inline)]
+pub use object_key::ObjectKey;
+#[doc(inline)]
+pub use outcome::{Outcome, Verb, Written};
+#[doc(inline)]
+pub use strategy::{WriteStrategy, strategy_for};
+#[doc(inline)]
+pub use strict::Strict;
+#[doc(inline)]
+pub use target::{DEFAULT_FIELD_MANAGER, Target};
+#[doc(inline)]
+pub use update::Update;
+#[doc(inline)]
+pub use writer::Writer;

@@ -1,0 +1,86 @@
+//! JSON merge patch (RFC 7386) computed as the difference of two objects.
+
+use serde_json::{Map, Value};
+
+/// The merge patch that turns `old` into `new`, `None` when they are equal.
+///
+/// Arrays are replaced whole — that is what a merge patch can express, and
+/// why a merge patch without a precondition loses concurrent list changes.
+pub(crate) fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut patch = Map::new();
+            for (key, old_value) in old {
+                match new.get(key) {
+                    None => {
+                        patch.insert(key.clone(), Value::Null);
+                    }
+                    Some(new_value) => {
+                        if let Some(d) = merge_diff(old_value, new_value) {
+                            patch.insert(key.clone(), d);
+                        }
+                    }
+                }
+            }
+            for (key, new_value) in new {
+                if !old.contains_key(key) {
+                    patch.insert(key.clone(), new_value.clone());
+                }
+            }
+            (!patch.is_empty()).then_some(Value::Object(patch))
+        }
+        (old, new) if old == new => None,
+        (_, new) => Some(new.clone()),
+    }
+}
+
+/// Set `metadata.<field>` in a merge patch body.
+pub(crate) fn set_metadata(patch: &mut Value, field: &str, value: &str) {
+    if let Value::Object(root) = patch {
+        let meta = root
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(field.to_owned(), Value::String(value.to_owned()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_replaces_whole_lists() {
+        let old = json!({"metadata": {"finalizers": ["a", "b"], "name": "x"}});
+        let new = json!({"metadata": {"finalizers": ["b"], "name": "x"}});
+        assert_eq!(
+            merge_diff(&old, &new),
+            Some(json!({"metadata": {"finalizers": ["b"]}}))
+        );
+    }
+
+    #[test]
+    fn diff_nulls_removed_keys_and_applies_back() {
+        let old = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "status": {"x": 1}});
+        let new = json!({"metadata": {"labels": {"b": "3"}}});
+        let patch = merge_diff(&old, &new).unwrap();
+        let mut applied = old.clone();
+        json_patch::merge(&mut applied, &patch);
+        assert_eq!(applied, new);
+    }
+
+    #[test]
+    fn diff_of_equal_objects_is_none() {
+        let obj = json!({"a": [1, 2], "b": {"c": null}});
+        assert_eq!(merge_diff(&obj, &obj), None);
+    }
+
+    #[test]
+    fn set_metadata_adds_precondition_fields() {
+        let mut patch = json!({"metadata": {"labels": {"a": "1"}}});
+        set_metadata(&mut patch, "resourceVersion", "42");
+        assert_eq!(patch["metadata"]["resourceVersion"], "42");
+    }
+}

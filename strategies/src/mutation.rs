@@ -1,0 +1,213 @@
+use std::fmt;
+use std::sync::Arc;
+
+use concord_featuregates::Operation;
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::Intent;
+
+/// What a reconciler wants changed on one object: a list of [`Intent`]s,
+/// applied in order.
+///
+/// A strategy may apply a mutation several times, each time to a fresher
+/// copy of the object, so closures must be re-runnable: compute the result
+/// from the object they receive, not from captured state that the first run
+/// changed.
+///
+/// ```
+/// use concord_strategies::{Intent, Mutation};
+/// use concord_featuregates::Operation;
+///
+/// let done = Mutation::new()
+///     .with(Intent::remove_finalizer("workflows.argoproj.io/status"))
+///     .with(Intent::set_label("workflows.argoproj.io/completed", "true"));
+/// assert_eq!(done.operation(), Operation::RemoveFinalizer);
+/// ```
+#[derive(Clone, Default)]
+pub struct Mutation {
+    intents: Vec<Intent>,
+}
+
+impl Mutation {
+    /// A mutation that changes nothing yet.
+    pub fn new() -> Self {
+        Mutation::default()
+    }
+
+    /// This mutation followed by `intent`.
+    #[must_use]
+    pub fn with(mut self, intent: Intent) -> Self {
+        self.intents.push(intent);
+        self
+    }
+
+    /// An arbitrary change to the main resource's JSON.
+    pub fn custom<F>(f: F) -> Self
+    where
+        F: Fn(&mut Value) + Send + Sync + 'static,
+    {
+        Mutation::from(Intent::Custom {
+            status: false,
+            closure: Arc::new(move |v| {
+                f(v);
+                Ok(())
+            }),
+        })
+    }
+
+    /// An arbitrary change written to the status subresource.
+    pub fn custom_status<F>(f: F) -> Self
+    where
+        F: Fn(&mut Value) + Send + Sync + 'static,
+    {
+        Mutation::from(Intent::Custom {
+            status: true,
+            closure: Arc::new(move |v| {
+                f(v);
+                Ok(())
+            }),
+        })
+    }
+
+    /// An arbitrary change to the typed object `K` (main resource). The
+    /// object goes through JSON, so fields `K` does not know are lost only
+    /// if `K` drops unknown fields; k8s-openapi types keep every field the
+    /// server sends for their version.
+    pub fn typed<K, F>(f: F) -> Self
+    where
+        K: Serialize + DeserializeOwned,
+        F: Fn(&mut K) + Send + Sync + 'static,
+    {
+        Mutation::from(Intent::Custom {
+            status: false,
+            closure: Arc::new(move |v| {
+                let mut typed: K = serde_json::from_value(v.clone())?;
+                f(&mut typed);
+                *v = serde_json::to_value(&typed)?;
+                Ok(())
+            }),
+        })
+    }
+
+    /// The intents, in order.
+    pub fn intents(&self) -> &[Intent] {
+        &self.intents
+    }
+
+    /// The operation the strategy table files this mutation under: `other`
+    /// if any closure is involved, else `status`, else finalizer removal,
+    /// else finalizer addition, else `metadata`.
+    pub fn operation(&self) -> Operation {
+        let ops: Vec<Operation> = self.intents.iter().map(Intent::operation).collect();
+        [
+            Operation::Other,
+            Operation::Status,
+            Operation::RemoveFinalizer,
+            Operation::AddFinalizer,
+        ]
+        .into_iter()
+        .find(|op| ops.contains(op))
+        .unwrap_or(Operation::Metadata)
+    }
+
+    /// Whether the mutation goes to the status subresource. `None` when it
+    /// mixes status and main-resource intents.
+    pub fn is_status(&self) -> Option<bool> {
+        let status = self.intents.iter().filter(|i| i.is_status()).count();
+        match status {
+            0 => Some(false),
+            n if n == self.intents.len() => Some(true),
+            _ => None,
+        }
+    }
+
+    /// Whether the mutation only removes finalizers, so that a missing
+    /// object means it is done.
+    pub fn only_removes_finalizers(&self) -> bool {
+        !self.intents.is_empty()
+            && self
+                .intents
+                .iter()
+                .all(|i| matches!(i, Intent::RemoveFinalizer(_)))
+    }
+
+    /// Whether every intent is one server-side apply can express.
+    pub fn is_declarative(&self) -> bool {
+        !self
+            .intents
+            .iter()
+            .any(|i| matches!(i, Intent::Custom { .. }))
+    }
+
+    /// Apply every intent to a copy of `object`; `None` if nothing changed.
+    pub(crate) fn apply(&self, object: &Value) -> Result<Option<Value>, serde_json::Error> {
+        let mut next = object.clone();
+        for intent in &self.intents {
+            intent.apply_to(&mut next)?;
+        }
+        Ok((next != *object).then_some(next))
+    }
+}
+
+impl From<Intent> for Mutation {
+    fn from(intent: Intent) -> Self {
+        Mutation {
+            intents: vec![intent],
+        }
+    }
+}
+
+impl FromIterator<Intent> for Mutation {
+    fn from_iter<T: IntoIterator<Item = Intent>>(iter: T) -> Self {
+        Mutation {
+            intents: iter.into_iter().collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Mutation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.intents).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mutation_that_changes_nothing_yields_none() {
+        let obj = json!({"metadata": {"labels": {"a": "1"}}});
+        let m = Mutation::from(Intent::set_label("a", "1"));
+        assert_eq!(m.apply(&obj).unwrap(), None);
+    }
+
+    #[test]
+    fn closure_mutation_is_classified_other() {
+        let m = Mutation::custom(|v| v["spec"] = json!({})).with(Intent::add_finalizer("f"));
+        assert_eq!(m.operation(), Operation::Other);
+        assert!(!m.is_declarative());
+    }
+
+    #[test]
+    fn mixing_status_and_metadata_is_detected() {
+        let m =
+            Mutation::from(Intent::MergeStatus(json!({"a": 1}))).with(Intent::set_label("a", "b"));
+        assert_eq!(m.is_status(), None);
+    }
+
+    #[test]
+    fn typed_closure_round_trips_through_json() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let m = Mutation::typed(|cm: &mut ConfigMap| {
+            cm.data
+                .get_or_insert_default()
+                .insert("k".into(), "v".into());
+        });
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let next = m.apply(&obj).unwrap().unwrap();
+        assert_eq!(next["data"], json!({"k": "v"}));
+    }
+}

@@ -1,0 +1,125 @@
+use std::time::Duration;
+
+use concord_featuregates::StrategyName;
+
+/// The HTTP verbs a strategy uses, as counted in [`Outcome`] and
+/// [`WriteMetrics`](crate::WriteMetrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verb {
+    /// `GET` of the object.
+    Get,
+    /// `PATCH` with a merge or JSON patch.
+    Patch,
+    /// `PUT` of the whole object.
+    Update,
+    /// `PATCH` with a server-side apply configuration.
+    Apply,
+}
+
+impl Verb {
+    /// Every verb, in index order.
+    pub const ALL: [Verb; 4] = [Verb::Get, Verb::Patch, Verb::Update, Verb::Apply];
+
+    /// The metrics-label spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::Patch => "patch",
+            Verb::Update => "update",
+            Verb::Apply => "apply",
+        }
+    }
+
+    /// A dense index in `0..Verb::ALL.len()`.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a write went: what it cost and what it met on the way.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// The strategy that carried the write out.
+    pub strategy: StrategyName,
+    /// Requests sent, by verb (see [`Verb::index`]).
+    pub requests: [u32; 4],
+    /// `409 Conflict` answers (and failed JSON-patch `test` guards).
+    pub conflicts: u32,
+    /// Attempts after the first, for any reason.
+    pub retries: u32,
+    /// `429 Too Many Requests` answers.
+    pub throttled: u32,
+    /// Wall time from the call to its return, backoff included.
+    pub elapsed: Duration,
+    /// Nothing needed changing, so no write was sent.
+    pub unchanged: bool,
+    /// The object was gone while its finalizers were being removed, which
+    /// counts as done.
+    pub gone: bool,
+    /// `apply` could not remove an entry another manager co-owns and fell
+    /// back to a guarded JSON patch.
+    pub fell_back: bool,
+}
+
+impl Outcome {
+    /// An empty outcome for `strategy`.
+    pub fn new(strategy: StrategyName) -> Self {
+        Outcome {
+            strategy,
+            requests: [0; 4],
+            conflicts: 0,
+            retries: 0,
+            throttled: 0,
+            elapsed: Duration::ZERO,
+            unchanged: false,
+            gone: false,
+            fell_back: false,
+        }
+    }
+
+    /// Requests sent with `verb`.
+    pub fn requests(&self, verb: Verb) -> u32 {
+        self.requests[verb.index()]
+    }
+
+    /// Requests sent in all.
+    pub fn total_requests(&self) -> u32 {
+        self.requests.iter().sum()
+    }
+}
+
+/// A completed write: the object as the API server stored it and how the
+/// write went.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Written<K> {
+    /// The stored object; `None` only when the object was gone during
+    /// finalizer removal ([`Outcome::gone`]). When nothing changed, the
+    /// freshest copy the strategy saw.
+    pub object: Option<K>,
+    /// What the write cost.
+    pub outcome: Outcome,
+}
+
+impl<K> Written<K> {
+    /// A completed write.
+    pub fn new(object: Option<K>, outcome: Outcome) -> Self {
+        Written { object, outcome }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_requests_sums_every_verb() {
+        let mut o = Outcome::new(StrategyName::Strict);
+        o.requests[Verb::Get.index()] = 1;
+        o.requests[Verb::Patch.index()] = 2;
+        assert_eq!(o.total_requests(), 3);
+        assert_eq!(o.requests(Verb::Patch), 2);
+    }
+}

@@ -1,0 +1,114 @@
+use std::fmt;
+use std::sync::Arc;
+
+use concord_featuregates::RetryPolicy;
+use kube::Client;
+use kube::api::Api;
+use kube::core::{ApiResource, DynamicObject};
+
+use crate::{BeforeWrite, WriteMetrics};
+
+/// The field manager concord writes under unless told otherwise.
+pub const DEFAULT_FIELD_MANAGER: &str = "concord";
+
+/// Where writes go: a client and a resource type, plus the settings every
+/// strategy shares (field manager, metrics, transient-failure retries).
+///
+/// One `Target` serves every object of its resource, namespaced or
+/// cluster-scoped: the namespace and name come from the object written.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), kube::Error> {
+/// use concord_strategies::Target;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube::core::ApiResource;
+///
+/// let client = kube::Client::try_default().await?;
+/// let pods = Target::new(client, ApiResource::erase::<Pod>(&())).with_field_manager("my-operator");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Target {
+    pub(crate) client: Client,
+    pub(crate) resource: ApiResource,
+    pub(crate) field_manager: String,
+    pub(crate) metrics: Option<Arc<WriteMetrics>>,
+    pub(crate) transient: RetryPolicy,
+    pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
+}
+
+impl Target {
+    /// Writes to `resource` through `client`.
+    pub fn new(client: Client, resource: ApiResource) -> Self {
+        Target {
+            client,
+            resource,
+            field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
+            metrics: None,
+            transient: RetryPolicy::default(),
+            before_write: None,
+        }
+    }
+
+    /// Write under this field manager; `apply` derives its per-intent
+    /// managers from it (`<manager>/finalizer/<name>`).
+    #[must_use]
+    pub fn with_field_manager(mut self, manager: impl Into<String>) -> Self {
+        self.field_manager = manager.into();
+        self
+    }
+
+    /// Record every write in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<WriteMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Retry `429` and `5xx` answers within `policy` (the server's
+    /// Retry-After is honoured up to the policy's cap). Defaults to
+    /// client-go's `DefaultRetry`.
+    #[must_use]
+    pub fn with_transient_retry(mut self, policy: RetryPolicy) -> Self {
+        self.transient = policy;
+        self
+    }
+
+    /// Call `hook` after a write body is computed and before it is sent.
+    /// Meant for tests that need a competing write at exactly that point.
+    #[must_use]
+    pub fn with_before_write(mut self, hook: Arc<dyn BeforeWrite>) -> Self {
+        self.before_write = Some(hook);
+        self
+    }
+
+    /// The resource written.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The base field manager.
+    pub fn field_manager(&self) -> &str {
+        &self.field_manager
+    }
+
+    /// The API handle for objects in `namespace` (or cluster-scoped ones).
+    pub(crate) fn api(&self, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.resource),
+            None => Api::all_with(self.client.clone(), &self.resource),
+        }
+    }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("resource", &self.resource)
+            .field("field_manager", &self.field_manager)
+            .field("metrics", &self.metrics.is_some())
+            .field("transient", &self.transient)
+            .field("before_write", &self.before_write.is_some())
+            .finish_non_exhaustive()
+    }
+}
