@@ -80,13 +80,20 @@ mod tests {
     #[test]
     fn default_matches_client_go_default_retry() {
         let p = RetryPolicy::default();
-        assert_eq!((p.steps, p.initial, p.factor, p.jitter), (5, Duration::from_millis(10), 1.0, 0.1));
+        assert_eq!(
+            (p.steps, p.initial, p.factor, p.jitter),
+            (5, Duration::from_millis(10), 1.0, 0.1)
+        );
         assert_eq!(p.base_delay(3), Duration::from_millis(10));
     }
 
     #[test]
     fn base_delay_grows_and_is_capped() {
-        let p = RetryPolicy { factor: 2.0, cap: Duration::from_millis(50), ..RetryPolicy::default() };
+        let p = RetryPolicy {
+            factor: 2.0,
+            cap: Duration::from_millis(50),
+            ..RetryPolicy::default()
+        };
         assert_eq!(p.base_delay(1), Duration::from_millis(20));
         assert_eq!(p.base_delay(10), Duration::from_millis(50));
     }

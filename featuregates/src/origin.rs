@@ -45,10 +45,18 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Default => f.write_str("built-in default"),
-            Origin::File { path, key, line: Some(line) } => {
+            Origin::File {
+                path,
+                key,
+                line: Some(line),
+            } => {
                 write!(f, "file `{}` line {line}, key `{key}`", path.display())
             }
-            Origin::File { path, key, line: None } => {
+            Origin::File {
+                path,
+                key,
+                line: None,
+            } => {
                 write!(f, "file `{}`, key `{key}`", path.display())
             }
             Origin::Env { var } => write!(f, "environment variable `{var}`"),
@@ -70,12 +78,17 @@ mod tests {
             key: "featureGates.Foo".into(),
             line: Some(3),
         };
-        assert_eq!(origin.to_string(), "file `concord.yaml` line 3, key `featureGates.Foo`");
+        assert_eq!(
+            origin.to_string(),
+            "file `concord.yaml` line 3, key `featureGates.Foo`"
+        );
     }
 
     #[test]
     fn display_names_flag_item() {
-        let origin = Origin::Flag { item: "Foo=maybe".into() };
+        let origin = Origin::Flag {
+            item: "Foo=maybe".into(),
+        };
         assert_eq!(origin.to_string(), "flag `--feature-gates=Foo=maybe`");
     }
 }

@@ -89,7 +89,9 @@ pub enum Problem {
         origin: Origin,
     },
     /// A strategy name that is not one of lax, strict, update, locked, apply.
-    #[error("unknown strategy `{name}`, expected one of lax, strict, update, locked, apply ({origin})")]
+    #[error(
+        "unknown strategy `{name}`, expected one of lax, strict, update, locked, apply ({origin})"
+    )]
     UnknownStrategy {
         /// The unknown name.
         name: String,
@@ -117,7 +119,9 @@ pub enum Problem {
         origin: Origin,
     },
     /// A strategy chosen for an operation it cannot carry out.
-    #[error("strategy `{strategy}` cannot serve operation `{operation}`: server-side apply cannot express an arbitrary closure ({origin})")]
+    #[error(
+        "strategy `{strategy}` cannot serve operation `{operation}`: server-side apply cannot express an arbitrary closure ({origin})"
+    )]
     UnservableOperation {
         /// The strategy.
         strategy: StrategyName,
@@ -165,7 +169,9 @@ impl Problem {
     /// value (file-level problems name their file in the message instead).
     pub fn origin(&self) -> Option<&Origin> {
         match self {
-            Problem::UnreadableFile { .. } | Problem::NotUtf8 { .. } | Problem::MalformedYaml { .. } => None,
+            Problem::UnreadableFile { .. }
+            | Problem::NotUtf8 { .. }
+            | Problem::MalformedYaml { .. } => None,
             Problem::UnknownKey { origin, .. }
             | Problem::WrongType { origin, .. }
             | Problem::UnknownGate { origin, .. }

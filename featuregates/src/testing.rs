@@ -34,7 +34,11 @@ use crate::{Feature, FeatureGates};
 #[must_use = "the override ends when the guard is dropped"]
 pub fn override_gate(gates: &FeatureGates, feature: Feature, value: bool) -> GateOverride<'_> {
     let previous = gates.replace(feature, value);
-    GateOverride { gates, feature, previous }
+    GateOverride {
+        gates,
+        feature,
+        previous,
+    }
 }
 
 /// Restores a gate's value when dropped; see [`override_gate`].

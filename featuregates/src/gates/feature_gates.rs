@@ -51,7 +51,12 @@ pub struct GateState<'a> {
 }
 
 impl FeatureGates {
-    pub(crate) fn new(registry: u32, specs: Vec<FeatureSpec>, values: &[bool], origins: Vec<Origin>) -> Self {
+    pub(crate) fn new(
+        registry: u32,
+        specs: Vec<FeatureSpec>,
+        values: &[bool],
+        origins: Vec<Origin>,
+    ) -> Self {
         let values = values.iter().map(|v| AtomicBool::new(*v)).collect();
         FeatureGates {
             inner: Arc::new(Frozen {
@@ -82,7 +87,10 @@ impl FeatureGates {
     /// The handle of the gate called `name`.
     pub fn feature(&self, name: &str) -> Option<Feature> {
         let index = self.inner.specs.iter().position(|spec| spec.name == name)?;
-        Some(Feature { registry: self.inner.registry, index: u32::try_from(index).ok()? })
+        Some(Feature {
+            registry: self.inner.registry,
+            index: u32::try_from(index).ok()?,
+        })
     }
 
     /// The spec, value and origin of one gate.
@@ -102,9 +110,16 @@ impl FeatureGates {
     /// Every gate, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = GateState<'_>> + '_ {
         let inner = &self.inner;
-        inner.specs.iter().zip(inner.values.iter()).zip(inner.origins.iter()).map(|((spec, value), origin)| {
-            GateState { spec, enabled: value.load(Ordering::Relaxed), origin }
-        })
+        inner
+            .specs
+            .iter()
+            .zip(inner.values.iter())
+            .zip(inner.origins.iter())
+            .map(|((spec, value), origin)| GateState {
+                spec,
+                enabled: value.load(Ordering::Relaxed),
+                origin,
+            })
     }
 
     /// Stores a value and returns the previous one; only the testing helper
@@ -145,7 +160,10 @@ mod tests {
         registry.register(FeatureSpec::beta("B")).unwrap();
         registry.register(FeatureSpec::alpha("A")).unwrap();
         let gates = registry.freeze();
-        let names: Vec<_> = gates.iter().map(|state| (state.spec.name, state.enabled)).collect();
+        let names: Vec<_> = gates
+            .iter()
+            .map(|state| (state.spec.name, state.enabled))
+            .collect();
         assert_eq!(names, [("B", true), ("A", false)]);
     }
 }

@@ -137,14 +137,21 @@ impl FeatureSpec {
         }
         let inconsistent = |reason| Err(RegistryError::InconsistentSpec { name, reason });
         match self.stage {
-            Stage::Alpha if self.default => return inconsistent("alpha gates must be off by default"),
-            Stage::Alpha if self.lock_to_default => return inconsistent("alpha gates cannot be locked"),
+            Stage::Alpha if self.default => {
+                return inconsistent("alpha gates must be off by default");
+            }
+            Stage::Alpha if self.lock_to_default => {
+                return inconsistent("alpha gates cannot be locked");
+            }
             Stage::GA if !(self.default && self.lock_to_default) => {
                 return inconsistent("GA gates must be on and locked to their default");
             }
             _ => {}
         }
-        let ordered = self.history.windows(2).all(|pair| pair[0].stage < pair[1].stage);
+        let ordered = self
+            .history
+            .windows(2)
+            .all(|pair| pair[0].stage < pair[1].stage);
         if !ordered {
             return inconsistent("history stages must be listed once each, oldest first");
         }
@@ -176,16 +183,36 @@ mod tests {
     #[test]
     fn validate_rejects_inconsistent_specs() {
         const ALPHA_ONLY: &[StageChange] = &[StageChange::new(Stage::Alpha, "0.1")];
-        const REVERSED: &[StageChange] =
-            &[StageChange::new(Stage::Beta, "0.2"), StageChange::new(Stage::Alpha, "0.1")];
+        const REVERSED: &[StageChange] = &[
+            StageChange::new(Stage::Beta, "0.2"),
+            StageChange::new(Stage::Alpha, "0.1"),
+        ];
         const NO_VERSION: &[StageChange] = &[StageChange::new(Stage::Beta, "")];
         let cases: &[(FeatureSpec, &str)] = &[
-            (FeatureSpec::alpha("A").with_default(true), "alpha gates must be off by default"),
-            (FeatureSpec::alpha("A").locked(), "alpha gates cannot be locked"),
-            (FeatureSpec::ga("A").with_default(false), "GA gates must be on"),
-            (FeatureSpec::beta("A").with_history(ALPHA_ONLY), "last history entry"),
-            (FeatureSpec::beta("A").with_history(REVERSED), "oldest first"),
-            (FeatureSpec::beta("A").with_history(NO_VERSION), "need a version"),
+            (
+                FeatureSpec::alpha("A").with_default(true),
+                "alpha gates must be off by default",
+            ),
+            (
+                FeatureSpec::alpha("A").locked(),
+                "alpha gates cannot be locked",
+            ),
+            (
+                FeatureSpec::ga("A").with_default(false),
+                "GA gates must be on",
+            ),
+            (
+                FeatureSpec::beta("A").with_history(ALPHA_ONLY),
+                "last history entry",
+            ),
+            (
+                FeatureSpec::beta("A").with_history(REVERSED),
+                "oldest first",
+            ),
+            (
+                FeatureSpec::beta("A").with_history(NO_VERSION),
+                "need a version",
+            ),
         ];
         for (spec, expected) in cases {
             let err = spec.validate().unwrap_err().to_string();
@@ -196,7 +223,14 @@ mod tests {
 
     #[test]
     fn validate_rejects_bad_and_reserved_names() {
-        for name in ["", "lowerCase", "With-Dash", "With Space", "AllAlpha", "AllBeta"] {
+        for name in [
+            "",
+            "lowerCase",
+            "With-Dash",
+            "With Space",
+            "AllAlpha",
+            "AllBeta",
+        ] {
             let err = FeatureSpec::alpha(name).validate().unwrap_err();
             assert_eq!(err, RegistryError::InvalidGateName { name });
         }
@@ -204,8 +238,10 @@ mod tests {
 
     #[test]
     fn since_reports_the_version_of_the_current_stage() {
-        const HISTORY: &[StageChange] =
-            &[StageChange::new(Stage::Alpha, "0.1"), StageChange::new(Stage::Beta, "0.3")];
+        const HISTORY: &[StageChange] = &[
+            StageChange::new(Stage::Alpha, "0.1"),
+            StageChange::new(Stage::Beta, "0.3"),
+        ];
         let spec = FeatureSpec::beta("A").with_history(HISTORY);
         assert_eq!(spec.validate(), Ok(()));
         assert_eq!(spec.since(), Some("0.3"));

@@ -40,6 +40,10 @@ pub struct FrameworkGates {
 /// # Errors
 ///
 /// [`RegistryError::DuplicateGate`] when called twice on one registry.
-pub fn register_framework_gates(registry: &mut FeatureRegistry) -> Result<FrameworkGates, RegistryError> {
-    Ok(FrameworkGates { strict_writes_by_default: registry.register(STRICT_WRITES_BY_DEFAULT_SPEC)? })
+pub fn register_framework_gates(
+    registry: &mut FeatureRegistry,
+) -> Result<FrameworkGates, RegistryError> {
+    Ok(FrameworkGates {
+        strict_writes_by_default: registry.register(STRICT_WRITES_BY_DEFAULT_SPEC)?,
+    })
 }

@@ -12,7 +12,10 @@ mod stage;
 pub use feature::Feature;
 pub use feature_gates::{FeatureGates, GateState};
 pub use feature_spec::FeatureSpec;
-pub use framework::{FrameworkGates, STRICT_WRITES_BY_DEFAULT, STRICT_WRITES_BY_DEFAULT_SPEC, register_framework_gates};
+pub use framework::{
+    FrameworkGates, STRICT_WRITES_BY_DEFAULT, STRICT_WRITES_BY_DEFAULT_SPEC,
+    register_framework_gates,
+};
 pub use registry::FeatureRegistry;
 pub use registry_error::RegistryError;
 pub use stage::{Stage, StageChange};
@@ -28,5 +31,8 @@ pub(crate) fn is_pseudo_gate(name: &str) -> bool {
 
 /// A gate name folded for comparison: ASCII lower case, underscores dropped.
 pub(crate) fn normalize(name: &str) -> String {
-    name.chars().filter(|c| *c != '_').map(|c| c.to_ascii_lowercase()).collect()
+    name.chars()
+        .filter(|c| *c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }

@@ -60,18 +60,27 @@ impl FeatureRegistry {
         if self.specs.iter().any(|known| normalize(known.name) == key) {
             return Err(RegistryError::DuplicateGate { name: spec.name });
         }
-        let index = u32::try_from(self.specs.len())
-            .map_err(|_| RegistryError::InconsistentSpec { name: spec.name, reason: "too many gates" })?;
+        let index =
+            u32::try_from(self.specs.len()).map_err(|_| RegistryError::InconsistentSpec {
+                name: spec.name,
+                reason: "too many gates",
+            })?;
         self.specs.push(spec);
         self.values.push(spec.default);
         self.origins.push(Origin::Default);
-        Ok(Feature { registry: self.id, index })
+        Ok(Feature {
+            registry: self.id,
+            index,
+        })
     }
 
     /// The handle of a registered gate.
     pub fn feature(&self, name: &str) -> Option<Feature> {
         let index = self.specs.iter().position(|spec| spec.name == name)?;
-        Some(Feature { registry: self.id, index: u32::try_from(index).ok()? })
+        Some(Feature {
+            registry: self.id,
+            index: u32::try_from(index).ok()?,
+        })
     }
 
     /// Every registered spec, in registration order.
@@ -89,7 +98,13 @@ impl FeatureRegistry {
     /// gates, non-booleans and locked gates set against their default.
     pub fn set(&mut self, value: &str) -> Result<Vec<Warning>, ConfigError> {
         let mut problems = Vec::new();
-        let settings = parse_gate_list(value, |item| Origin::Flag { item: item.to_owned() }, &mut problems);
+        let settings = parse_gate_list(
+            value,
+            |item| Origin::Flag {
+                item: item.to_owned(),
+            },
+            &mut problems,
+        );
         self.apply(settings, problems).map_err(ConfigError::new)
     }
 
@@ -143,11 +158,29 @@ impl FeatureRegistry {
         let mut explicit = vec![false; self.specs.len()];
         let mut switches: [Option<(bool, Origin)>; 2] = [None, None];
         let mut warnings = Vec::new();
-        for GateSetting { name, value, origin } in settings {
+        for GateSetting {
+            name,
+            value,
+            origin,
+        } in settings
+        {
             let value = match value {
                 SettingValue::Bool(value) => value,
                 SettingValue::Other(found) => {
-                    problems.push(Problem::NotBoolean { name, found, origin });
+                    problems.push(Problem::NotBoolean {
+                        name,
+                        found,
+                        origin,
+                    });
+                    continue;
+                }
+                SettingValue::Text(text) => {
+                    let found = crate::sources::describe(&figment::value::Value::from(text));
+                    problems.push(Problem::NotBoolean {
+                        name,
+                        found,
+                        origin,
+                    });
                     continue;
                 }
             };
@@ -161,18 +194,29 @@ impl FeatureRegistry {
             };
             let spec = &self.specs[index];
             if spec.lock_to_default && value != spec.default {
-                problems.push(Problem::LockedGate { name: spec.name, value, origin });
+                problems.push(Problem::LockedGate {
+                    name: spec.name,
+                    value,
+                    origin,
+                });
                 continue;
             }
             if matches!(spec.stage, Stage::GA | Stage::Deprecated) {
-                warnings.push(Warning { gate: spec.name, stage: spec.stage, value, origin: origin.clone() });
+                warnings.push(Warning {
+                    gate: spec.name,
+                    stage: spec.stage,
+                    value,
+                    origin: origin.clone(),
+                });
             }
             values[index] = value;
             origins[index] = origin;
             explicit[index] = true;
         }
         for (stage, switch) in [Stage::Alpha, Stage::Beta].into_iter().zip(switches) {
-            let Some((value, origin)) = switch else { continue };
+            let Some((value, origin)) = switch else {
+                continue;
+            };
             for (index, spec) in self.specs.iter().enumerate() {
                 if spec.stage == stage && !spec.lock_to_default && !explicit[index] {
                     values[index] = value;
@@ -200,9 +244,13 @@ mod tests {
         let mut registry = FeatureRegistry::new();
         let features = [
             registry.register(FeatureSpec::alpha("Alpha1")).unwrap(),
-            registry.register(FeatureSpec::beta("RemoveFinalizersWithStrictPatch")).unwrap(),
+            registry
+                .register(FeatureSpec::beta("RemoveFinalizersWithStrictPatch"))
+                .unwrap(),
             registry.register(FeatureSpec::ga("GaGate")).unwrap(),
-            registry.register(FeatureSpec::deprecated("OldGate")).unwrap(),
+            registry
+                .register(FeatureSpec::deprecated("OldGate"))
+                .unwrap(),
         ];
         (registry, features)
     }
@@ -212,7 +260,10 @@ mod tests {
         let (mut registry, _) = registry();
         let err = registry.register(FeatureSpec::alpha("ALPHA1")).unwrap_err();
         assert_eq!(err, RegistryError::DuplicateGate { name: "ALPHA1" });
-        assert_eq!(err.to_string(), "feature gate `ALPHA1` is already registered");
+        assert_eq!(
+            err.to_string(),
+            "feature gate `ALPHA1` is already registered"
+        );
     }
 
     #[test]
@@ -227,7 +278,10 @@ mod tests {
 
     #[test]
     fn explicit_gate_wins_over_all_switch_in_any_order() {
-        for flag in ["AllBeta=false,RemoveFinalizersWithStrictPatch=true", "RemoveFinalizersWithStrictPatch=true,AllBeta=false"] {
+        for flag in [
+            "AllBeta=false,RemoveFinalizersWithStrictPatch=true",
+            "RemoveFinalizersWithStrictPatch=true,AllBeta=false",
+        ] {
             let (mut registry, [_, beta, _, _]) = registry();
             registry.set(flag).unwrap();
             assert!(registry.freeze().enabled(beta), "{flag}");
@@ -237,7 +291,9 @@ mod tests {
     #[test]
     fn set_reports_every_problem_and_changes_nothing() {
         let (mut registry, [alpha, ..]) = registry();
-        let err = registry.set("Alpha1=true,Nope=true,GaGate=false,OldGate=maybe,Bare").unwrap_err();
+        let err = registry
+            .set("Alpha1=true,Nope=true,GaGate=false,OldGate=maybe,Bare")
+            .unwrap_err();
         let messages: Vec<String> = err.problems.iter().map(ToString::to_string).collect();
         assert_eq!(
             messages,
@@ -276,7 +332,10 @@ mod tests {
     #[test]
     fn canonical_name_matches_environment_spelling() {
         let (registry, _) = registry();
-        assert_eq!(registry.canonical_name("REMOVE_FINALIZERS_WITH_STRICT_PATCH"), Some("RemoveFinalizersWithStrictPatch"));
+        assert_eq!(
+            registry.canonical_name("REMOVE_FINALIZERS_WITH_STRICT_PATCH"),
+            Some("RemoveFinalizersWithStrictPatch")
+        );
         assert_eq!(registry.canonical_name("ALL_ALPHA"), Some("AllAlpha"));
         assert_eq!(registry.canonical_name("NOPE"), None);
     }

@@ -11,7 +11,9 @@ pub enum RegistryError {
     },
     /// The name is empty, reserved (`AllAlpha`, `AllBeta`) or not an
     /// upper-camel-case ASCII identifier.
-    #[error("invalid feature gate name `{name}` (expected an UpperCamelCase ASCII name other than AllAlpha and AllBeta)")]
+    #[error(
+        "invalid feature gate name `{name}` (expected an UpperCamelCase ASCII name other than AllAlpha and AllBeta)"
+    )]
     InvalidGateName {
         /// The rejected name.
         name: &'static str,

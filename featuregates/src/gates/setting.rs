@@ -13,6 +13,9 @@ pub(crate) struct GateSetting {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum SettingValue {
     Bool(bool),
+    /// Raw text from a flag or variable that is not a boolean.
+    Text(String),
+    /// A description of some other value, for the error message.
     Other(String),
 }
 
@@ -35,17 +38,28 @@ pub(crate) fn parse_gate_list(
     problems: &mut Vec<Problem>,
 ) -> Vec<GateSetting> {
     let mut settings = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+    for item in text
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
         let origin = origin_of(item);
         match item.split_once('=') {
-            None => problems.push(Problem::MissingGateValue { name: item.to_owned(), origin }),
+            None => problems.push(Problem::MissingGateValue {
+                name: item.to_owned(),
+                origin,
+            }),
             Some((name, value)) => {
                 let value = value.trim();
                 let value = match parse_bool(value) {
                     Some(b) => SettingValue::Bool(b),
-                    None => SettingValue::Other(format!("`{value}`")),
+                    None => SettingValue::Text(value.to_owned()),
                 };
-                settings.push(GateSetting { name: name.trim().to_owned(), value, origin });
+                settings.push(GateSetting {
+                    name: name.trim().to_owned(),
+                    value,
+                    origin,
+                });
             }
         }
     }
@@ -57,7 +71,9 @@ mod tests {
     use super::*;
 
     fn flag(item: &str) -> Origin {
-        Origin::Flag { item: item.to_owned() }
+        Origin::Flag {
+            item: item.to_owned(),
+        }
     }
 
     #[test]
@@ -65,10 +81,17 @@ mod tests {
         let mut problems = Vec::new();
         let settings = parse_gate_list(" A=true,, B = F ,C=1,", flag, &mut problems);
         assert!(problems.is_empty());
-        let values: Vec<_> = settings.iter().map(|s| (s.name.as_str(), s.value.clone())).collect();
+        let values: Vec<_> = settings
+            .iter()
+            .map(|s| (s.name.as_str(), s.value.clone()))
+            .collect();
         assert_eq!(
             values,
-            [("A", SettingValue::Bool(true)), ("B", SettingValue::Bool(false)), ("C", SettingValue::Bool(true))]
+            [
+                ("A", SettingValue::Bool(true)),
+                ("B", SettingValue::Bool(false)),
+                ("C", SettingValue::Bool(true))
+            ]
         );
         assert_eq!(settings[1].origin, flag("B = F"));
     }
@@ -77,7 +100,13 @@ mod tests {
     fn parse_gate_list_reports_missing_values_and_keeps_non_booleans() {
         let mut problems = Vec::new();
         let settings = parse_gate_list("A,B=yes", flag, &mut problems);
-        assert_eq!(problems, [Problem::MissingGateValue { name: "A".into(), origin: flag("A") }]);
-        assert_eq!(settings[0].value, SettingValue::Other("`yes`".into()));
+        assert_eq!(
+            problems,
+            [Problem::MissingGateValue {
+                name: "A".into(),
+                origin: flag("A")
+            }]
+        );
+        assert_eq!(settings[0].value, SettingValue::Text("yes".into()));
     }
 }
