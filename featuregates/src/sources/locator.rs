@@ -47,13 +47,15 @@ impl<'a> Locator<'a> {
 }
 
 /// Finds the 1-based line of a key path in block-style YAML. serde_yaml
-/// keeps no positions for valid documents, so this follows indentation; it
-/// answers `None` rather than guess for flow style or anything unusual.
+/// keeps no positions for valid documents, so this follows indentation.
+/// When the path continues inside flow style (`{a: b}`), it answers the
+/// line of the deepest key it found; `None` when not even the first key is
+/// at the top level.
 pub(crate) fn locate_line(text: &str, path: &[&str]) -> Option<usize> {
     let lines: Vec<&str> = text.lines().collect();
-    let (mut from, mut parent_indent, mut found) = (0, None, None);
+    let (mut from, mut parent_indent, mut deepest) = (0, None, None);
     for segment in path {
-        found = None;
+        let mut found = None;
         let mut child_indent = None;
         for (index, line) in lines.iter().enumerate().skip(from) {
             let trimmed = line.trim_start();
@@ -74,9 +76,12 @@ pub(crate) fn locate_line(text: &str, path: &[&str]) -> Option<usize> {
                 break;
             }
         }
-        found?;
+        match found {
+            Some(index) => deepest = Some(index + 1),
+            None => break,
+        }
     }
-    found.map(|index| index + 1)
+    deepest
 }
 
 fn key_of(line: &str) -> Option<&str> {
@@ -124,10 +129,11 @@ strategies:
                 Some(8),
             ),
             (&["strategies", "resources", "other", "default"], Some(10)),
-            (&["strategies", "resources", "pods", "default"], None),
-            (&["featureGates", "default"], None),
+            (&["strategies", "resources", "pods", "default"], Some(6)),
+            (&["featureGates", "default"], Some(1)),
+            (&["nowhere"], None),
             (&["strategies", "operations", "status"], Some(12)),
-            (&["strategies", "resources", "default"], None),
+            (&["strategies", "resources", "default"], Some(5)),
         ];
         for (path, line) in cases {
             assert_eq!(locate_line(YAML, path), *line, "{path:?}");

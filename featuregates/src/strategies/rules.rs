@@ -3,7 +3,7 @@ use figment::value::{Dict, Value};
 use super::choice::StrategyChoice;
 use super::duration::parse_duration;
 use super::resource_key::ResourceSelector;
-use crate::sources::{Locator, describe, join_key};
+use crate::sources::{Locator, describe, join_key, number};
 use crate::{
     ConflictPolicy, Feature, FeatureGates, Operation, Origin, Problem, RetryPolicy, StrategyName,
 };
@@ -395,8 +395,7 @@ impl Parser<'_> {
                         describe(value)
                     )),
                 },
-                "factor" => value
-                    .to_f64()
+                "factor" => number(value)
                     .filter(|f| f.is_finite() && *f >= 1.0)
                     .map(|factor| policy.factor = factor)
                     .ok_or_else(|| {
@@ -405,8 +404,7 @@ impl Parser<'_> {
                             describe(value)
                         )
                     }),
-                "jitter" => value
-                    .to_f64()
+                "jitter" => number(value)
                     .filter(|j| j.is_finite() && *j >= 0.0)
                     .map(|jitter| policy.jitter = jitter)
                     .ok_or_else(|| {
