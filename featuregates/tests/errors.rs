@@ -1,6 +1,8 @@
 //! Every error message, each naming the file and key, the variable or the
 //! flag at fault, and all of them reported at once.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use concord_featuregates::{ConfigLoader, FeatureRegistry, FeatureSpec, Problem};
 
 fn registry() -> FeatureRegistry {
@@ -180,7 +182,9 @@ fn file_level_problems_name_the_file() {
 }
 
 /// (flag, environment, the one message expected).
-const FLAG_AND_ENV_CASES: &[(&str, &[(&str, &str)], &str)] = &[
+type EnvVars = &'static [(&'static str, &'static str)];
+
+const FLAG_AND_ENV_CASES: &[(&str, EnvVars, &str)] = &[
     (
         "Nope=true",
         &[],

@@ -1,6 +1,8 @@
 //! Which source wins: defaults < YAML files < `CONCORD_FEATURE_GATES` <
 //! `CONCORD_GATE_*` < `--feature-gates`, and where each value came from.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use concord_featuregates::{
     ConfigLoader, Feature, FeatureRegistry, FeatureSpec, Origin, Stage, StageChange,
 };
