@@ -1,7 +1,7 @@
 //! Which source wins: defaults < YAML files < `CONCORD_FEATURE_GATES` <
 //! `CONCORD_GATE_*` < `--feature-gates`, and where each value came from.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::result_large_err)]
 
 use concord_featuregates::{
     ConfigLoader, Feature, FeatureRegistry, FeatureSpec, Origin, Stage, StageChange,
