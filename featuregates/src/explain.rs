@@ -36,7 +36,11 @@ impl<'a> Explanation<'a> {
             "# Effective concord configuration, written by `explain`.\n# Loading it back gives the same gates and strategy table.\n",
         );
         out.push_str("featureGates:");
-        if self.gates.iter().next().is_none() {
+        if self
+            .gates
+            .iter()
+            .all(|state| state.enabled == state.spec.default)
+        {
             out.push_str(" {}");
         }
         out.push('\n');

@@ -37,7 +37,7 @@ pub enum Origin {
     },
     /// A program called [`FeatureRegistry::set_from_map`](crate::FeatureRegistry::set_from_map).
     Code,
-    /// A test overrode the gate with [`override_gate`](crate::testing::override_gate).
+    /// A test overrode the gate with `testing::override_gate` (cargo feature `testing`).
     Test,
 }
 

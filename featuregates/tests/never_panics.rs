@@ -5,14 +5,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use concord_featuregates::{ConfigError, ConfigLoader, FeatureRegistry, FeatureSpec, Origin, Problem};
+use concord_featuregates::{
+    ConfigError, ConfigLoader, FeatureRegistry, FeatureSpec, Origin, Problem,
+};
 use proptest::prelude::*;
 
 const CASES: u32 = 512;
 
 fn registry() -> FeatureRegistry {
     let mut registry = FeatureRegistry::new();
-    registry.register(FeatureSpec::beta("RemoveFinalizersWithStrictPatch")).unwrap();
+    registry
+        .register(FeatureSpec::beta("RemoveFinalizersWithStrictPatch"))
+        .unwrap();
     registry.register(FeatureSpec::alpha("FancyAlpha")).unwrap();
     registry.register(FeatureSpec::ga("LockedOn")).unwrap();
     registry
@@ -25,9 +29,12 @@ fn assert_names_source(error: &ConfigError, file: Option<&str>, flag: bool) {
             (_, Some(Origin::File { path, .. })) => file.is_some_and(|f| path.ends_with(f)),
             (_, Some(Origin::Flag { .. })) => flag,
             (_, Some(_)) => false,
-            (Problem::UnreadableFile { .. } | Problem::NotUtf8 { .. } | Problem::MalformedYaml { .. }, None) => {
-                file.is_some_and(|f| problem.to_string().contains(&format!("`{f}`")))
-            }
+            (
+                Problem::UnreadableFile { .. }
+                | Problem::NotUtf8 { .. }
+                | Problem::MalformedYaml { .. },
+                None,
+            ) => file.is_some_and(|f| problem.to_string().contains(&format!("`{f}`"))),
             (_, None) => false,
         };
         assert!(named, "problem does not name its source: {problem}");
@@ -35,13 +42,19 @@ fn assert_names_source(error: &ConfigError, file: Option<&str>, flag: bool) {
 }
 
 fn load_yaml(bytes: &[u8]) {
-    if let Err(error) = ConfigLoader::new().with_yaml("fuzz.yaml", bytes).load(registry()) {
+    if let Err(error) = ConfigLoader::new()
+        .with_yaml("fuzz.yaml", bytes)
+        .load(registry())
+    {
         assert_names_source(&error, Some("fuzz.yaml"), false);
     }
 }
 
 fn load_flag(flag: &str) {
-    if let Err(error) = ConfigLoader::new().with_feature_gates(flag).load(registry()) {
+    if let Err(error) = ConfigLoader::new()
+        .with_feature_gates(flag)
+        .load(registry())
+    {
         assert_names_source(&error, None, true);
     }
 }

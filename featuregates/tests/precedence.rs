@@ -198,3 +198,13 @@ fn setting_ga_gate_from_a_source_warns_with_its_origin() {
         ]
     );
 }
+
+#[test]
+fn empty_feature_gates_key_is_accepted() {
+    let (registry, strict, _) = registry();
+    let config = ConfigLoader::new()
+        .with_yaml("c.yaml", "featureGates:\n  # A: true\n")
+        .load(registry)
+        .unwrap();
+    assert!(config.gates().enabled(strict));
+}

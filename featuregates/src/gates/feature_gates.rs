@@ -13,7 +13,7 @@ use crate::Origin;
 /// [`enabled`](Self::enabled) allocates nothing, takes no lock and does no
 /// string work: a bounds check and a relaxed atomic load. The values never
 /// change after [`FeatureRegistry::freeze`](crate::FeatureRegistry::freeze),
-/// except under a test's [`override_gate`](crate::testing::override_gate).
+/// except under a test's `testing::override_gate` (cargo feature `testing`).
 ///
 /// ```
 /// use concord_featuregates::{FeatureRegistry, FeatureSpec};

@@ -246,7 +246,8 @@ fn gate_settings(
     locator: &Locator<'_>,
     problems: &mut Vec<Problem>,
 ) -> Vec<GateSetting> {
-    let Some(value) = value else {
+    // `featureGates:` with every entry commented out is empty, not an error.
+    let Some(value) = value.filter(|value| !matches!(value, Value::Empty(..))) else {
         return Vec::new();
     };
     let Value::Dict(_, dict) = &value else {
