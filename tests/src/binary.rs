@@ -66,6 +66,13 @@ impl ControlPlaneBinary {
     }
 }
 
+/// Stamps the version the API server reports at `/version`, as the
+/// Kubernetes release build does (an unstamped build says `v0.0.0-master`,
+/// which clients cannot parse).
+const VERSION_LDFLAGS: &str = "-X k8s.io/component-base/version.gitVersion=v1.37.2 \
+     -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+     -X k8s.io/component-base/version.gitTreeState=clean";
+
 fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CONCORD_CONTROLPLANE_CACHE") {
         return dir.into();
@@ -84,13 +91,12 @@ fn build(source: &Path, target: &Path) -> Result<(), Error> {
     );
     let partial = target.with_extension("partial");
     let output = Command::new("go")
-        .args(["build", "-trimpath", "-o"])
+        .args(["build", "-ldflags", VERSION_LDFLAGS, "-o"])
         .arg(&partial)
         .arg(".")
         .current_dir(source)
         .env("GOTOOLCHAIN", "local")
-        .env("GOFLAGS", "-mod=mod")
-        .env("CGO_ENABLED", "0")
+        .env("GOFLAGS", "-mod=mod -buildvcs=false")
         .output()
         .map_err(|e| Error::BuildFailed { dir: source.into(), message: format!("cannot run `go`: {e}") })?;
     if !output.status.success() {
