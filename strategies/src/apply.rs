@@ -13,8 +13,8 @@ use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
 ///
 /// Adding (`AddFinalizer`, `SetLabel`, `SetAnnotation`, status intents)
 /// applies a configuration holding just that entry under
-/// `<manager>/finalizer/<name>` (or `label/`, `annotation/`, `status`), with
-/// `force`. `metadata.finalizers` is a set in SSA, so concurrent owners never
+/// `<manager>/finalizer/<name>` (or `label/<key>`, `annotation/<key>`,
+/// `condition/<type>`, `status/<fields>`), with `force`. `metadata.finalizers` is a set in SSA, so concurrent owners never
 /// overwrite each other and nothing is read first.
 ///
 /// Removing releases the entry by applying an empty configuration under the
@@ -30,8 +30,9 @@ use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
 ///
 /// Arbitrary closures are refused ([`Error::UnsupportedMutation`]); the
 /// configuration layer rejects that combination at load time through
-/// [`StrategyName::serves`]. A status fragment is the whole status this
-/// owner manages: fields it applied before and omits now are released.
+/// [`StrategyName::serves`]. A status fragment is owned by a manager named
+/// after the fields it sets: a later fragment setting the same fields but
+/// omitting a nested one releases that nested field.
 /// Conditions are applied as one list entry, which replaces the list on
 /// custom resources that do not declare `conditions` a map list.
 ///

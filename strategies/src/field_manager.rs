@@ -7,7 +7,8 @@ const MAX_LEN: usize = 128;
 
 /// The field manager that owns `intent`'s entry under `base`:
 /// `<base>/finalizer/<name>`, `<base>/label/<key>`,
-/// `<base>/annotation/<key>` or `<base>/status`. Names too long for the API
+/// `<base>/annotation/<key>`, `<base>/condition/<type>` or
+/// `<base>/status/<field,field>`. Names too long for the API
 /// server use a stable 64-bit FNV-1a hash of the entry instead.
 pub(crate) fn manager_for(base: &str, intent: &Intent) -> String {
     let (kind, entry) = match intent {
@@ -16,8 +17,25 @@ pub(crate) fn manager_for(base: &str, intent: &Intent) -> String {
         Intent::SetAnnotation { key, .. } | Intent::RemoveAnnotation(key) => {
             ("annotation", key.as_str())
         }
-        _ => return format!("{}/status", truncate(base)),
+        Intent::SetCondition(condition) => ("condition", condition.type_.as_str()),
+        Intent::MergeStatus(fragment) => {
+            // Keyed by the fields the fragment sets, so that fragments
+            // setting different fields do not release each other's.
+            let mut keys: Vec<&str> = fragment
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.as_str())
+                .collect();
+            keys.sort_unstable();
+            return named(base, "status", &keys.join(","));
+        }
+        _ => return format!("{}/other", truncate(base)),
     };
+    named(base, kind, entry)
+}
+
+fn named(base: &str, kind: &str, entry: &str) -> String {
     let plain = format!("{base}/{kind}/{entry}");
     if plain.len() <= MAX_LEN && !plain.chars().any(char::is_control) {
         plain
@@ -63,6 +81,20 @@ mod tests {
         let m = manager_for("op", &Intent::set_label(long.clone(), "v"));
         assert!(m.len() <= MAX_LEN);
         assert_eq!(m, manager_for("op", &Intent::RemoveLabel(long)));
+    }
+
+    #[test]
+    fn status_fragments_setting_different_fields_get_different_managers() {
+        let phase = manager_for(
+            "op",
+            &Intent::MergeStatus(serde_json::json!({"phase": "A"})),
+        );
+        let other = manager_for(
+            "op",
+            &Intent::MergeStatus(serde_json::json!({"observedGeneration": 1})),
+        );
+        assert_eq!(phase, "op/status/phase");
+        assert_ne!(phase, other);
     }
 
     #[test]

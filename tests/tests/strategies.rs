@@ -74,7 +74,10 @@ impl BeforeWrite for ForeignFinalizer {
                 Ok(p) => p,
                 Err(_) => return,
             };
-            let done = self.api.patch(&self.name, &PatchParams::default(), &Patch::Json::<()>(add)).await;
+            let done = self
+                .api
+                .patch(&self.name, &PatchParams::default(), &Patch::Json::<()>(add))
+                .await;
             self.fired.store(done.is_ok(), Ordering::SeqCst);
         }
     }
@@ -86,14 +89,29 @@ async fn kueue(name: &str, strategy: Arc<dyn WriteStrategy>) -> anyhow::Result<V
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
-    let observed = pods.create(&PostParams::default(), &pod(name, &[OURS])?).await?;
-    let hook = Arc::new(ForeignFinalizer { api: pods.clone(), name: name.into(), fired: AtomicBool::new(false) });
-    let writer = Writer::<Pod>::new(env.client()?, strategy).with_target(|t| t.with_before_write(hook.clone()));
-    let written = writer.write(&observed, &Intent::remove_finalizer(OURS).into()).await?;
-    ensure!(hook.fired.load(Ordering::SeqCst), "the foreign finalizer was not added");
+    let observed = pods
+        .create(&PostParams::default(), &pod(name, &[OURS])?)
+        .await?;
+    let hook = Arc::new(ForeignFinalizer {
+        api: pods.clone(),
+        name: name.into(),
+        fired: AtomicBool::new(false),
+    });
+    let writer = Writer::<Pod>::new(env.client()?, strategy)
+        .with_target(|t| t.with_before_write(hook.clone()));
+    let written = writer
+        .write(&observed, &Intent::remove_finalizer(OURS).into())
+        .await?;
+    ensure!(
+        hook.fired.load(Ordering::SeqCst),
+        "the foreign finalizer was not added"
+    );
     println!("kueue {name}: {:?}", written.outcome);
     let left = finalizers(&pods.get(name).await?.metadata);
-    ensure!(!left.contains(&OURS.to_owned()), "our finalizer is still there: {left:?}");
+    ensure!(
+        !left.contains(&OURS.to_owned()),
+        "our finalizer is still there: {left:?}"
+    );
     Ok(left)
 }
 
@@ -101,7 +119,10 @@ async fn kueue(name: &str, strategy: Arc<dyn WriteStrategy>) -> anyhow::Result<V
 #[tokio::test]
 async fn kueue_lax_loses_the_foreign_finalizer() -> anyhow::Result<()> {
     let left = kueue("lax", Arc::new(Lax)).await?;
-    assert!(left.is_empty(), "lax was expected to drop {FOREIGN}, left {left:?}");
+    assert!(
+        left.is_empty(),
+        "lax was expected to drop {FOREIGN}, left {left:?}"
+    );
     Ok(())
 }
 // ANCHOR_END: kueue_lax
@@ -134,7 +155,10 @@ async fn kueue_apply_keeps_the_foreign_finalizer() -> anyhow::Result<()> {
 #[tokio::test]
 async fn locked_does_not_protect_against_another_process() -> anyhow::Result<()> {
     let left = kueue("locked", strategy_for(StrategyName::Locked, policy())).await?;
-    assert!(left.is_empty(), "locked was expected to drop {FOREIGN}, left {left:?}");
+    assert!(
+        left.is_empty(),
+        "locked was expected to drop {FOREIGN}, left {left:?}"
+    );
     Ok(())
 }
 
@@ -156,23 +180,37 @@ async fn argo_naive_index_patch_fails_or_removes_the_wrong_finalizer() -> anyhow
     let pp = PatchParams::default();
 
     // Only Argo's finalizer: the second patch finds no index 0.
-    pods.create(&PostParams::default(), &pod("alone", &[ARGO])?).await?;
+    pods.create(&PostParams::default(), &pod("alone", &[ARGO])?)
+        .await?;
     // Both patches were computed from the same read; the first one lands.
-    pods.patch("alone", &pp, &Patch::Json::<()>(remove.clone())).await?;
-    let second = pods.patch("alone", &pp, &Patch::Json::<()>(remove_and_label.clone())).await;
+    pods.patch("alone", &pp, &Patch::Json::<()>(remove.clone()))
+        .await?;
+    let second = pods
+        .patch("alone", &pp, &Patch::Json::<()>(remove_and_label.clone()))
+        .await;
     match second {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 422, "{status:?}"),
         other => bail!("the second index patch was expected to fail with 422, got {other:?}"),
     }
     let alone = pods.get("alone").await?;
-    assert_eq!(alone.metadata.labels.unwrap_or_default()[COMPLETED], "false", "the completed label was never set");
+    assert_eq!(
+        alone.metadata.labels.unwrap_or_default()[COMPLETED],
+        "false",
+        "the completed label was never set"
+    );
 
     // A foreign finalizer behind Argo's: the second patch removes it instead.
-    pods.create(&PostParams::default(), &pod("shared", &[ARGO, FOREIGN])?).await?;
-    pods.patch("shared", &pp, &Patch::Json::<()>(remove)).await?;
-    pods.patch("shared", &pp, &Patch::Json::<()>(remove_and_label)).await?;
+    pods.create(&PostParams::default(), &pod("shared", &[ARGO, FOREIGN])?)
+        .await?;
+    pods.patch("shared", &pp, &Patch::Json::<()>(remove))
+        .await?;
+    pods.patch("shared", &pp, &Patch::Json::<()>(remove_and_label))
+        .await?;
     let shared = pods.get("shared").await?;
-    assert!(finalizers(&shared.metadata).is_empty(), "the foreign finalizer was removed by mistake");
+    assert!(
+        finalizers(&shared.metadata).is_empty(),
+        "the foreign finalizer was removed by mistake"
+    );
     Ok(())
 }
 
@@ -183,7 +221,9 @@ async fn argo(strategy: Arc<dyn WriteStrategy>) -> anyhow::Result<()> {
     let ns = env.namespace().await?;
     let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
     let name = strategy.name().as_str();
-    let observed = pods.create(&PostParams::default(), &pod(name, &[ARGO])?).await?;
+    let observed = pods
+        .create(&PostParams::default(), &pod(name, &[ARGO])?)
+        .await?;
     let writer = Writer::<Pod>::new(env.client()?, strategy);
     // ANCHOR: argo_mutation
     let completed = Mutation::new()
@@ -192,7 +232,8 @@ async fn argo(strategy: Arc<dyn WriteStrategy>) -> anyhow::Result<()> {
     // ANCHOR_END: argo_mutation
     let tasks: Vec<_> = (0..2)
         .map(|_| {
-            let (writer, observed, completed) = (writer.clone(), observed.clone(), completed.clone());
+            let (writer, observed, completed) =
+                (writer.clone(), observed.clone(), completed.clone());
             tokio::spawn(async move { writer.write(&observed, &completed).await })
         })
         .collect();
@@ -238,11 +279,23 @@ async fn stress_eight_writers_fifty_labels_each() -> anyhow::Result<()> {
     println!();
     println!(
         "{:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>9} {:>7} {:>7} {:>8}",
-        "strategy", "writes", "get", "patch", "update", "apply", "requests", "conflicts", "retries", "errors", "labels"
+        "strategy",
+        "writes",
+        "get",
+        "patch",
+        "update",
+        "apply",
+        "requests",
+        "conflicts",
+        "retries",
+        "errors",
+        "labels"
     );
     let mut failures = Vec::new();
     for name in StrategyName::ALL {
-        let observed = cms.create(&PostParams::default(), &config_map(name.as_str(), &[])?).await?;
+        let observed = cms
+            .create(&PostParams::default(), &config_map(name.as_str(), &[])?)
+            .await?;
         let metrics = Arc::new(WriteMetrics::default());
         let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy))
             .with_target(|t| t.with_metrics(metrics.clone()));
@@ -268,7 +321,13 @@ async fn stress_eight_writers_fifty_labels_each() -> anyhow::Result<()> {
             errors.extend(task.await?);
         }
         let elapsed = start.elapsed();
-        let labels = cms.get(name.as_str()).await?.metadata.labels.unwrap_or_default().len();
+        let labels = cms
+            .get(name.as_str())
+            .await?
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .len();
         let m = metrics.snapshot();
         println!(
             "{:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>9} {:>7} {:>7} {:>8}   {:.2?}",
@@ -289,7 +348,10 @@ async fn stress_eight_writers_fifty_labels_each() -> anyhow::Result<()> {
             failures.push(format!("{name}: {labels} labels, errors {errors:?}"));
         }
     }
-    ensure!(failures.is_empty(), "safe strategies lost writes: {failures:?}");
+    ensure!(
+        failures.is_empty(),
+        "safe strategies lost writes: {failures:?}"
+    );
     Ok(())
 }
 
@@ -300,15 +362,22 @@ async fn remove_finalizer_from_a_missing_object_counts_as_done() -> anyhow::Resu
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     for name in StrategyName::ALL {
-        let mut observed = cms.create(&PostParams::default(), &config_map(name.as_str(), &[])?).await?;
+        let mut observed = cms
+            .create(&PostParams::default(), &config_map(name.as_str(), &[])?)
+            .await?;
         cms.delete(name.as_str(), &DeleteParams::default()).await?;
         // The cache still shows the object with our finalizer.
         observed.metadata.finalizers = Some(vec![OURS.into()]);
         let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy()));
-        let written = writer.write(&observed, &Intent::remove_finalizer(OURS).into()).await?;
+        let written = writer
+            .write(&observed, &Intent::remove_finalizer(OURS).into())
+            .await?;
         assert!(written.outcome.gone, "{name}: {:?}", written.outcome);
         assert!(written.object.is_none());
-        assert!(cms.get_opt(name.as_str()).await?.is_none(), "{name} recreated the object");
+        assert!(
+            cms.get_opt(name.as_str()).await?.is_none(),
+            "{name} recreated the object"
+        );
     }
     Ok(())
 }
@@ -320,15 +389,35 @@ async fn recreated_object_is_not_written() -> anyhow::Result<()> {
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    for name in [StrategyName::Strict, StrategyName::Update, StrategyName::Locked, StrategyName::Apply] {
-        let observed = cms.create(&PostParams::default(), &config_map(name.as_str(), &[])?).await?;
+    for name in [
+        StrategyName::Strict,
+        StrategyName::Update,
+        StrategyName::Locked,
+        StrategyName::Apply,
+    ] {
+        let observed = cms
+            .create(&PostParams::default(), &config_map(name.as_str(), &[])?)
+            .await?;
         cms.delete(name.as_str(), &DeleteParams::default()).await?;
-        cms.create(&PostParams::default(), &config_map(name.as_str(), &[])?).await?;
+        cms.create(&PostParams::default(), &config_map(name.as_str(), &[])?)
+            .await?;
         let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy()));
-        let result = writer.write(&observed, &Intent::set_label("stale", "write").into()).await;
-        assert!(matches!(result, Err(Error::ObjectRecreated { .. })), "{name}: {result:?}");
+        let result = writer
+            .write(&observed, &Intent::set_label("stale", "write").into())
+            .await;
+        assert!(
+            matches!(result, Err(Error::ObjectRecreated { .. })),
+            "{name}: {result:?}"
+        );
         let now = cms.get(name.as_str()).await?;
-        assert!(now.metadata.labels.unwrap_or_default().get("stale").is_none(), "{name} wrote to the new object");
+        assert!(
+            now.metadata
+                .labels
+                .unwrap_or_default()
+                .get("stale")
+                .is_none(),
+            "{name} wrote to the new object"
+        );
     }
     Ok(())
 }
@@ -340,14 +429,23 @@ async fn object_being_deleted_accepts_finalizer_removal() -> anyhow::Result<()> 
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     for name in StrategyName::ALL {
-        cms.create(&PostParams::default(), &config_map(name.as_str(), &[OURS])?).await?;
+        cms.create(&PostParams::default(), &config_map(name.as_str(), &[OURS])?)
+            .await?;
         cms.delete(name.as_str(), &DeleteParams::default()).await?;
         let observed = cms.get(name.as_str()).await?;
-        ensure!(observed.metadata.deletion_timestamp.is_some(), "{name} has no deletionTimestamp");
+        ensure!(
+            observed.metadata.deletion_timestamp.is_some(),
+            "{name} has no deletionTimestamp"
+        );
         let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy()));
-        let written = writer.write(&observed, &Intent::remove_finalizer(OURS).into()).await?;
+        let written = writer
+            .write(&observed, &Intent::remove_finalizer(OURS).into())
+            .await?;
         println!("deleting {name}: {:?}", written.outcome);
-        assert!(cms.get_opt(name.as_str()).await?.is_none(), "{name} is still there");
+        assert!(
+            cms.get_opt(name.as_str()).await?.is_none(),
+            "{name} is still there"
+        );
     }
     Ok(())
 }
@@ -358,10 +456,14 @@ async fn unchanged_mutation_sends_no_write() -> anyhow::Result<()> {
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    let observed = cms.create(&PostParams::default(), &config_map("same", &[OURS])?).await?;
+    let observed = cms
+        .create(&PostParams::default(), &config_map("same", &[OURS])?)
+        .await?;
     for name in StrategyName::ALL {
         let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy()));
-        let written = writer.write(&observed, &Intent::add_finalizer(OURS).into()).await?;
+        let written = writer
+            .write(&observed, &Intent::add_finalizer(OURS).into())
+            .await?;
         let writes = written.outcome.total_requests() - written.outcome.requests(Verb::Get);
         assert_eq!(writes, 0, "{name}: {:?}", written.outcome);
         assert!(written.outcome.unchanged, "{name}");
@@ -375,14 +477,27 @@ async fn strict_with_requeue_policy_returns_the_conflict() -> anyhow::Result<()>
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    let stale = cms.create(&PostParams::default(), &config_map("requeue", &[])?).await?;
-    cms.patch("requeue", &PatchParams::default(), &Patch::Merge(json!({"data": {"other": "1"}}))).await?;
-    let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Strict, ConflictPolicy::Requeue));
-    let result = writer.write(&stale, &Intent::set_label("a", "b").into()).await;
-    assert!(matches!(result, Err(Error::Conflict { .. })), "{result:?}");
-    let retried = Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Strict, policy()))
-        .write(&stale, &Intent::set_label("a", "b").into())
+    let stale = cms
+        .create(&PostParams::default(), &config_map("requeue", &[])?)
         .await?;
+    cms.patch(
+        "requeue",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"other": "1"}})),
+    )
+    .await?;
+    let writer = Writer::<ConfigMap>::new(
+        env.client()?,
+        strategy_for(StrategyName::Strict, ConflictPolicy::Requeue),
+    );
+    let result = writer
+        .write(&stale, &Intent::set_label("a", "b").into())
+        .await;
+    assert!(matches!(result, Err(Error::Conflict { .. })), "{result:?}");
+    let retried =
+        Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Strict, policy()))
+            .write(&stale, &Intent::set_label("a", "b").into())
+            .await?;
     assert_eq!((retried.outcome.conflicts, retried.outcome.retries), (1, 1));
     assert_eq!(retried.outcome.requests(Verb::Get), 1);
     Ok(())
@@ -395,12 +510,19 @@ async fn apply_releases_its_own_finalizer_without_fallback() -> anyhow::Result<(
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    let created = cms.create(&PostParams::default(), &config_map("owned", &[FOREIGN])?).await?;
-    let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Apply, policy()));
-    let added = writer.write(&created, &Intent::add_finalizer(OURS).into()).await?;
+    let created = cms
+        .create(&PostParams::default(), &config_map("owned", &[FOREIGN])?)
+        .await?;
+    let writer =
+        Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Apply, policy()));
+    let added = writer
+        .write(&created, &Intent::add_finalizer(OURS).into())
+        .await?;
     let observed = added.object.context("no object")?;
     assert_eq!(finalizers(&observed.metadata), [FOREIGN, OURS]);
-    let removed = writer.write(&observed, &Intent::remove_finalizer(OURS).into()).await?;
+    let removed = writer
+        .write(&observed, &Intent::remove_finalizer(OURS).into())
+        .await?;
     assert!(!removed.outcome.fell_back, "{:?}", removed.outcome);
     assert_eq!(removed.outcome.requests(Verb::Apply), 1);
     assert_eq!(finalizers(&cms.get("owned").await?.metadata), [FOREIGN]);
@@ -412,16 +534,32 @@ async fn apply_refuses_arbitrary_closures() -> anyhow::Result<()> {
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    let observed = cms.create(&PostParams::default(), &config_map("closure", &[])?).await?;
-    let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Apply, policy()));
+    let observed = cms
+        .create(&PostParams::default(), &config_map("closure", &[])?)
+        .await?;
+    let writer =
+        Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Apply, policy()));
     let closure = Mutation::typed(|cm: &mut ConfigMap| {
-        cm.data.get_or_insert_default().insert("k".into(), "changed".into());
+        cm.data
+            .get_or_insert_default()
+            .insert("k".into(), "changed".into());
     });
     let result = writer.write(&observed, &closure).await;
-    assert!(matches!(result, Err(Error::UnsupportedMutation { .. })), "{result:?}");
-    let strict = Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Strict, policy()));
+    assert!(
+        matches!(result, Err(Error::UnsupportedMutation { .. })),
+        "{result:?}"
+    );
+    let strict =
+        Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Strict, policy()));
     let written = strict.write(&observed, &closure).await?;
-    assert_eq!(written.object.context("no object")?.data.unwrap_or_default()["k"], "changed");
+    assert_eq!(
+        written
+            .object
+            .context("no object")?
+            .data
+            .unwrap_or_default()["k"],
+        "changed"
+    );
     Ok(())
 }
 
@@ -434,11 +572,25 @@ async fn cluster_scoped_namespace_labels() -> anyhow::Result<()> {
     for name in StrategyName::ALL {
         let observed = namespaces.get(ns.name()).await?;
         let writer = Writer::<Namespace>::new(env.client()?, strategy_for(name, policy()));
-        writer.write(&observed, &Intent::set_label(format!("by-{name}"), "yes").into()).await?;
+        writer
+            .write(
+                &observed,
+                &Intent::set_label(format!("by-{name}"), "yes").into(),
+            )
+            .await?;
     }
-    let labels = namespaces.get(ns.name()).await?.metadata.labels.unwrap_or_default();
+    let labels = namespaces
+        .get(ns.name())
+        .await?
+        .metadata
+        .labels
+        .unwrap_or_default();
     for name in StrategyName::ALL {
-        assert_eq!(labels.get(&format!("by-{name}")).map(String::as_str), Some("yes"), "{name}");
+        assert_eq!(
+            labels.get(&format!("by-{name}")).map(String::as_str),
+            Some("yes"),
+            "{name}"
+        );
     }
     Ok(())
 }
@@ -469,7 +621,17 @@ fn widget_crd() -> anyhow::Result<CustomResourceDefinition> {
                                     "type": "array",
                                     "x-kubernetes-list-type": "map",
                                     "x-kubernetes-list-map-keys": ["type"],
-                                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["type", "status"],
+                                        "properties": {
+                                            "type": {"type": "string"},
+                                            "status": {"type": "string"},
+                                            "reason": {"type": "string"},
+                                            "message": {"type": "string"},
+                                            "lastTransitionTime": {"type": "string", "format": "date-time"},
+                                        },
+                                    },
                                 },
                             },
                         },
@@ -499,8 +661,11 @@ async fn custom_resource_metadata_and_status_subresource() -> anyhow::Result<()>
         let mut widget = DynamicObject::new(name.as_str(), &ar);
         widget.data = json!({"spec": {"size": 3}});
         let created = widgets.create(&PostParams::default(), &widget).await?;
-        let writer = Writer::<DynamicObject>::new_with(env.client()?, strategy_for(name, policy()), &ar);
-        let labelled = writer.write(&created, &Intent::add_finalizer(OURS).into()).await?;
+        let writer =
+            Writer::<DynamicObject>::new_with(env.client()?, strategy_for(name, policy()), &ar);
+        let labelled = writer
+            .write(&created, &Intent::add_finalizer(OURS).into())
+            .await?;
         let observed = labelled.object.context("no object")?;
         // ANCHOR: status
         let status = Mutation::new()
@@ -515,7 +680,10 @@ async fn custom_resource_metadata_and_status_subresource() -> anyhow::Result<()>
         writer.write(&observed, &status).await?;
         let stored = widgets.get(name.as_str()).await?;
         assert_eq!(stored.data["status"]["phase"], "Ready", "{name}");
-        assert_eq!(stored.data["status"]["conditions"][0]["type"], "Ready", "{name}");
+        assert_eq!(
+            stored.data["status"]["conditions"][0]["type"], "Ready",
+            "{name}"
+        );
         assert_eq!(stored.data["spec"]["size"], 3, "{name}");
         assert_eq!(finalizers(&stored.metadata), [OURS], "{name}");
     }
@@ -528,12 +696,17 @@ async fn pod_status_subresource_write() -> anyhow::Result<()> {
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
-    let observed = pods.create(&PostParams::default(), &pod("status", &[])?).await?;
+    let observed = pods
+        .create(&PostParams::default(), &pod("status", &[])?)
+        .await?;
     let writer = Writer::<Pod>::new(env.client()?, strategy_for(StrategyName::Strict, policy()));
     let status = Mutation::from(Intent::MergeStatus(json!({"message": "set by concord"})));
     let written = writer.write(&observed, &status).await?;
     let stored = written.object.context("no object")?;
-    assert_eq!(stored.status.and_then(|s| s.message).as_deref(), Some("set by concord"));
+    assert_eq!(
+        stored.status.and_then(|s| s.message).as_deref(),
+        Some("set by concord")
+    );
     Ok(())
 }
 
@@ -543,16 +716,32 @@ async fn metrics_count_requests_and_conflicts() -> anyhow::Result<()> {
     let env = concord_testenv::TestEnv::shared()?;
     let ns = env.namespace().await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    let stale = cms.create(&PostParams::default(), &config_map("metrics", &[])?).await?;
-    cms.patch("metrics", &PatchParams::default(), &Patch::Merge(json!({"data": {"other": "1"}}))).await?;
+    let stale = cms
+        .create(&PostParams::default(), &config_map("metrics", &[])?)
+        .await?;
+    cms.patch(
+        "metrics",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"other": "1"}})),
+    )
+    .await?;
     let metrics = Arc::new(WriteMetrics::default());
-    let target = Target::new(env.client()?, ApiResource::erase::<ConfigMap>(&())).with_metrics(metrics.clone());
+    let target = Target::new(env.client()?, ApiResource::erase::<ConfigMap>(&()))
+        .with_metrics(metrics.clone());
     let strategy = strategy_for(StrategyName::Update, policy());
     let dynamic: DynamicObject = serde_json::from_value(serde_json::to_value(&stale)?)?;
-    strategy.write(&target, &dynamic, &Intent::set_label("m", "1").into()).await?;
+    strategy
+        .write(&target, &dynamic, &Intent::set_label("m", "1").into())
+        .await?;
     let snap = metrics.snapshot();
-    assert_eq!((snap.writes, snap.conflicts, snap.retries, snap.errors), (1, 1, 1, 0));
-    assert_eq!((snap.requests(Verb::Update), snap.requests(Verb::Get)), (2, 1));
+    assert_eq!(
+        (snap.writes, snap.conflicts, snap.retries, snap.errors),
+        (1, 1, 1, 0)
+    );
+    assert_eq!(
+        (snap.requests(Verb::Update), snap.requests(Verb::Get)),
+        (2, 1)
+    );
     assert_eq!(snap.latency_buckets.iter().sum::<u64>(), 1);
     Ok(())
 }
@@ -566,9 +755,18 @@ async fn locked_strategy_table_is_empty_after_concurrent_writes() -> anyhow::Res
     let writer = Writer::<ConfigMap>::new(env.client()?, locked.clone());
     let mut tasks = Vec::new();
     for i in 0..20 {
-        let observed = cms.create(&PostParams::default(), &config_map(&format!("cm-{i}"), &[])?).await?;
+        let observed = cms
+            .create(
+                &PostParams::default(),
+                &config_map(&format!("cm-{i}"), &[])?,
+            )
+            .await?;
         let writer = writer.clone();
-        tasks.push(tokio::spawn(async move { writer.write(&observed, &Intent::set_label("l", "1").into()).await }));
+        tasks.push(tokio::spawn(async move {
+            writer
+                .write(&observed, &Intent::set_label("l", "1").into())
+                .await
+        }));
     }
     for task in tasks {
         task.await??;
