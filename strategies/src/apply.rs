@@ -108,7 +108,7 @@ async fn run(
         } else {
             let body = config(session, &current, Some((intent, &next)));
             match session.apply(body, &manager).await? {
-                Answer::Stored(stored) => Some(stored),
+                Answer::Stored(stored) => Some(*stored),
                 Answer::NotFound => None,
                 Answer::Conflict => {
                     return Err(Error::Conflict {
@@ -146,7 +146,7 @@ async fn remove(
     if applies_as(&current, manager) {
         let body = config(session, &current, None);
         match session.apply(body, manager).await? {
-            Answer::Stored(stored) => current = stored,
+            Answer::Stored(stored) => current = *stored,
             Answer::NotFound => return Ok(None),
             Answer::Conflict => {
                 return Err(Error::Conflict {
@@ -170,7 +170,7 @@ async fn remove(
         let patch: json_patch::Patch =
             serde_json::from_value(ops.clone()).map_err(|e| session.convert(e))?;
         match session.patch(&Patch::Json(patch)).await? {
-            Answer::Stored(stored) => return Ok(Some(stored)),
+            Answer::Stored(stored) => return Ok(Some(*stored)),
             Answer::NotFound => return Ok(None),
             Answer::Conflict => {}
             Answer::Invalid(err) => {

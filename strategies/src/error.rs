@@ -36,7 +36,7 @@ pub enum Error {
         attempts: u32,
         /// The last failure.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The object was deleted and another one created under the same name;
     /// the write was not made to the new object.
@@ -64,7 +64,7 @@ pub enum Error {
         object: ObjectKey,
         /// The API server's answer.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The request could not be sent or its answer not read.
     #[error("request for {object} failed")]
@@ -73,7 +73,7 @@ pub enum Error {
         object: ObjectKey,
         /// The client error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// The strategy cannot express this mutation (server-side apply and
     /// arbitrary closures).

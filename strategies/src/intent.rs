@@ -257,10 +257,11 @@ fn remove_at(object: &mut Value, path: &[&str], key: &str) {
     }
     if let Value::Object(map) = cur {
         map.remove(key);
-        if map.is_empty() && path.len() > 1 {
-            if let Some((last, parent)) = path.split_last() {
-                remove_at(object, parent, last);
-            }
+        if map.is_empty()
+            && path.len() > 1
+            && let Some((last, parent)) = path.split_last()
+        {
+            remove_at(object, parent, last);
         }
     }
 }

@@ -59,7 +59,7 @@ async fn run(
         return Ok(Some(observed.clone()));
     };
     match session.patch(&Patch::Merge(patch)).await? {
-        Answer::Stored(stored) => Ok(Some(stored)),
+        Answer::Stored(stored) => Ok(Some(*stored)),
         Answer::NotFound => session.gone().map(|()| None),
         // Without a precondition the server has nothing to conflict on;
         // report one anyway rather than pretend it succeeded.

@@ -38,6 +38,8 @@ mod lock_table;
 mod locked;
 mod merge_patch;
 mod metrics;
+#[cfg(test)]
+mod mock;
 mod mutation;
 mod object_key;
 mod outcome;

@@ -102,7 +102,7 @@ async fn run(
         set_metadata(&mut patch, "uid", uid);
     }
     match session.patch(&Patch::Merge(patch)).await? {
-        Answer::Stored(stored) => Ok(Some(stored)),
+        Answer::Stored(stored) => Ok(Some(*stored)),
         Answer::NotFound => session.gone().map(|()| None),
         Answer::Conflict => Err(Error::Conflict {
             object: session.key.clone(),

@@ -15,10 +15,10 @@ use crate::{Error, Mutation, ObjectKey, Outcome, Target, Verb, Written};
 /// differently; every other answer is already an [`Error`].
 #[derive(Debug)]
 pub(crate) enum Answer {
-    Stored(DynamicObject),
+    Stored(Box<DynamicObject>),
     Conflict,
     NotFound,
-    Invalid(kube::Error),
+    Invalid(Box<kube::Error>),
 }
 
 /// One call of `WriteStrategy::write`.
@@ -73,7 +73,7 @@ impl<'a> Session<'a> {
     }
 
     /// JSON back to an object.
-    pub(crate) fn from_json(&self, value: Value) -> Result<DynamicObject, Error> {
+    pub(crate) fn json_to_object(&self, value: Value) -> Result<DynamicObject, Error> {
         serde_json::from_value(value).map_err(|source| self.convert(source))
     }
 
@@ -115,13 +115,13 @@ impl<'a> Session<'a> {
                 Class::Transport => {
                     return Err(Error::Request {
                         object: self.key.clone(),
-                        source: err,
+                        source: Box::new(err),
                     });
                 }
                 _ => {
                     return Err(Error::Rejected {
                         object: self.key.clone(),
-                        source: err,
+                        source: Box::new(err),
                     });
                 }
             }
@@ -217,24 +217,24 @@ impl<'a> Session<'a> {
         transient: &mut u32,
     ) -> Result<Option<Answer>, Error> {
         let err = match sent {
-            Ok(stored) => return Ok(Some(Answer::Stored(stored))),
+            Ok(stored) => return Ok(Some(Answer::Stored(Box::new(stored)))),
             Err(err) => err,
         };
         match classify(&err) {
             Class::Conflict => Ok(Some(Answer::Conflict)),
             Class::NotFound => Ok(Some(Answer::NotFound)),
-            Class::Invalid => Ok(Some(Answer::Invalid(err))),
+            Class::Invalid => Ok(Some(Answer::Invalid(Box::new(err)))),
             Class::Transient(after) => {
                 self.wait_transient(transient, after, err).await?;
                 Ok(None)
             }
             Class::Permanent => Err(Error::Rejected {
                 object: self.key.clone(),
-                source: err,
+                source: Box::new(err),
             }),
             Class::Transport => Err(Error::Request {
                 object: self.key.clone(),
-                source: err,
+                source: Box::new(err),
             }),
         }
     }
@@ -253,7 +253,7 @@ impl<'a> Session<'a> {
             return Err(Error::TransientRetriesExhausted {
                 object: self.key.clone(),
                 attempts: *transient,
-                source: err,
+                source: Box::new(err),
             });
         }
         self.outcome.retries += 1;
@@ -265,13 +265,10 @@ impl<'a> Session<'a> {
     /// or vanished object as such, anything else as a rejection.
     pub(crate) async fn invalid(
         &mut self,
-        err: kube::Error,
+        err: Box<kube::Error>,
     ) -> Result<Option<DynamicObject>, Error> {
-        if self.observed_uid.is_some() {
-            match self.get().await? {
-                None => return self.gone().map(|()| None),
-                Some(_) => {}
-            }
+        if self.observed_uid.is_some() && self.get().await?.is_none() {
+            return self.gone().map(|()| None);
         }
         Err(Error::Rejected {
             object: self.key.clone(),

@@ -89,7 +89,7 @@ async fn run(
         }
         attempts += 1;
         match session.patch(&Patch::Merge(patch)).await? {
-            Answer::Stored(stored) => return Ok(Some(stored)),
+            Answer::Stored(stored) => return Ok(Some(*stored)),
             Answer::NotFound => return session.gone().map(|()| None),
             Answer::Invalid(err) => return session.invalid(err).await,
             Answer::Conflict => {
@@ -100,5 +100,144 @@ async fn run(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{config_map, object, status, target};
+    use crate::{Intent, Verb};
+    use concord_featuregates::RetryPolicy;
+    use serde_json::json;
+
+    fn label() -> Mutation {
+        Intent::set_label("a", "1").into()
+    }
+
+    #[tokio::test]
+    async fn strict_retries_after_conflict_on_a_fresh_read() {
+        let (target, seen) = target(vec![
+            status(409, "Conflict", 0),
+            (200, config_map("2", json!({"b": "2"}))),
+            (200, config_map("3", json!({"a": "1", "b": "2"}))),
+        ]);
+        let observed = object(config_map("1", json!({})));
+        let written = Strict::default()
+            .write(&target, &observed, &label())
+            .await
+            .unwrap();
+        assert_eq!((written.outcome.conflicts, written.outcome.retries), (1, 1));
+        assert_eq!(written.outcome.requests(Verb::Get), 1);
+        assert_eq!(written.outcome.requests(Verb::Patch), 2);
+        assert_eq!(
+            seen.lock().unwrap()[1],
+            "GET /api/v1/namespaces/ns/configmaps/cm"
+        );
+    }
+
+    #[tokio::test]
+    async fn strict_gives_up_after_the_policy_steps() {
+        let (target, seen) = target(vec![
+            status(409, "Conflict", 0),
+            (200, config_map("2", json!({}))),
+        ]);
+        let policy = ConflictPolicy::Retry(RetryPolicy::default().with_steps(1));
+        let err = Strict::new(policy)
+            .write(&target, &object(config_map("1", json!({}))), &label())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::ConflictRetriesExhausted { attempts: 1, .. }),
+            "{err:?}"
+        );
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            1,
+            "no read after the last allowed attempt"
+        );
+    }
+
+    #[tokio::test]
+    async fn requeue_policy_hands_the_conflict_back_without_reading() {
+        let (target, seen) = target(vec![status(409, "Conflict", 0)]);
+        let err = Strict::new(ConflictPolicy::Requeue)
+            .write(&target, &object(config_map("1", json!({}))), &label())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Conflict { .. }), "{err:?}");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn throttled_write_waits_for_retry_after() {
+        let (target, _) = target(vec![
+            status(429, "TooManyRequests", 1),
+            (200, config_map("2", json!({"a": "1"}))),
+        ]);
+        let written = Strict::default()
+            .write(&target, &object(config_map("1", json!({}))), &label())
+            .await
+            .unwrap();
+        assert_eq!((written.outcome.throttled, written.outcome.retries), (1, 1));
+        assert!(written.outcome.elapsed >= std::time::Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_retried_until_the_transient_policy_ends() {
+        let (target, seen) = target(vec![status(503, "ServiceUnavailable", 0)]);
+        let target = target.with_transient_retry(RetryPolicy::default().with_steps(3));
+        let err = Strict::default()
+            .write(&target, &object(config_map("1", json!({}))), &label())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::TransientRetriesExhausted { attempts: 3, .. }),
+            "{err:?}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn forbidden_and_invalid_are_never_retried() {
+        for code in [400, 403] {
+            let (target, seen) = target(vec![status(code, "Forbidden", 0)]);
+            let err = Strict::default()
+                .write(&target, &object(config_map("1", json!({}))), &label())
+                .await
+                .unwrap_err();
+            assert!(matches!(err, Error::Rejected { .. }), "{code}: {err:?}");
+            assert_eq!(seen.lock().unwrap().len(), 1, "{code}");
+        }
+        // 422 costs one read to rule out a recreated object, no retry.
+        let (target, seen) = target(vec![
+            status(422, "Invalid", 0),
+            (200, config_map("1", json!({}))),
+        ]);
+        let err = Strict::default()
+            .write(&target, &object(config_map("1", json!({}))), &label())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Rejected { .. }), "{err:?}");
+        assert_eq!(
+            seen.lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.starts_with("PATCH"))
+                .count(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn unchanged_mutation_sends_nothing() {
+        let (target, seen) = target(vec![status(500, "unused", 0)]);
+        let observed = object(config_map("1", json!({"a": "1"})));
+        let written = Strict::default()
+            .write(&target, &observed, &label())
+            .await
+            .unwrap();
+        assert!(written.outcome.unchanged);
+        assert!(seen.lock().unwrap().is_empty());
     }
 }

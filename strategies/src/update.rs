@@ -79,10 +79,10 @@ async fn run(
                 field: "metadata.resourceVersion",
             });
         }
-        let next = session.from_json(next)?;
+        let next = session.json_to_object(next)?;
         attempts += 1;
         match session.replace(&next).await? {
-            Answer::Stored(stored) => return Ok(Some(stored)),
+            Answer::Stored(stored) => return Ok(Some(*stored)),
             Answer::NotFound => return session.gone().map(|()| None),
             Answer::Invalid(err) => return session.invalid(err).await,
             Answer::Conflict => {

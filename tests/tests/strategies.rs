@@ -411,11 +411,10 @@ async fn recreated_object_is_not_written() -> anyhow::Result<()> {
         );
         let now = cms.get(name.as_str()).await?;
         assert!(
-            now.metadata
+            !now.metadata
                 .labels
                 .unwrap_or_default()
-                .get("stale")
-                .is_none(),
+                .contains_key("stale"),
             "{name} wrote to the new object"
         );
     }
