@@ -1,7 +1,62 @@
 //! concord: a Kubernetes operator framework whose reconcilers state intent
 //! while a configurable write strategy decides how each write is sent.
+//!
+//! # Contents
+//!
+//! | item | what it is |
+//! | --- | --- |
+//! | [`Manager`] | loads configuration, connects, runs controllers, serves metrics and health, elects a leader, shuts down gracefully |
+//! | [`Reconciler`] | the author's logic for one resource type |
+//! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
+//! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
+//! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
+//! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
+//!
+//! # Guarantees
+//!
+//! Reconciler code never names a strategy: every write made through
+//! [`Context`] goes through the strategy the YAML table resolved for its
+//! resource and operation, so changing only the configuration changes how
+//! every write is sent.
+
+mod args;
+mod context;
+mod controller;
+mod error;
+mod finalizer;
+mod http;
+mod leader;
+mod manager;
+mod metrics;
+mod reconciler;
+mod writes;
 
 #[doc(inline)]
-pub use concord_featuregates as featuregates;
+pub use args::ManagerArgs;
 #[doc(inline)]
+pub use context::{Context, owner_reference};
+#[doc(inline)]
+pub use error::Error;
+#[doc(inline)]
+pub use finalizer::{FinalizerError, Lifecycle, finalizer};
+#[doc(inline)]
+pub use leader::LeaderElectionConfig;
+#[doc(inline)]
+pub use manager::{Manager, ManagerBuilder, ShutdownHandle};
+#[doc(inline)]
+pub use metrics::Metrics;
+#[doc(inline)]
+pub use reconciler::Reconciler;
+#[doc(inline)]
+pub use writes::ResourceWriter;
+
+pub use async_trait::async_trait;
+pub use concord_featuregates as featuregates;
+pub use concord_featuregates::{
+    Feature, FeatureGates, FeatureRegistry, FeatureSpec, Operation, Stage, StrategyName,
+};
 pub use concord_strategies as strategies;
+pub use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Outcome, Written};
+pub use kube;
+pub use kube::runtime::controller::Action;
+pub use kube::runtime::events::EventType;

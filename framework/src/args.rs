@@ -1,0 +1,100 @@
+use std::path::PathBuf;
+
+/// The command-line flags every concord operator accepts, following
+/// controller-runtime's habits. Flatten it into your own `clap` parser:
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     manager: concord::ManagerArgs,
+/// }
+/// ```
+#[derive(Clone, Debug, Default, clap::Args)]
+#[non_exhaustive]
+pub struct ManagerArgs {
+    /// Path to a kubeconfig; defaults to $KUBECONFIG, then in-cluster configuration.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// YAML file with feature gates and the strategy table.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Feature gates to set, e.g. `A=true,B=false`; `AllAlpha` and `AllBeta` are accepted.
+    #[arg(long = "feature-gates", default_value = "")]
+    pub feature_gates: String,
+    /// Address the Prometheus metrics endpoint binds to (`host:port`, `:port`, or 0 to disable).
+    #[arg(long = "metrics-bind-address", default_value = "0")]
+    pub metrics_bind_address: String,
+    /// Address the /healthz and /readyz endpoints bind to (`host:port`, `:port`, or 0 to disable).
+    #[arg(long = "health-probe-bind-address", default_value = "0")]
+    pub health_probe_bind_address: String,
+    /// Run controllers only while holding the leader-election Lease.
+    #[arg(long = "leader-elect")]
+    pub leader_elect: bool,
+    /// Name of the leader-election Lease.
+    #[arg(long = "leader-election-id", default_value = "concord-operator")]
+    pub leader_election_id: String,
+    /// Namespace of the leader-election Lease; defaults to the pod's namespace, else `default`.
+    #[arg(long = "leader-election-namespace")]
+    pub leader_election_namespace: Option<String>,
+    /// Print the effective feature gates and strategy table with their reasons, then exit.
+    #[arg(long)]
+    pub explain: bool,
+    /// Like --explain, but print YAML that can be fed back in with --config.
+    #[arg(long = "explain-yaml")]
+    pub explain_yaml: bool,
+}
+
+impl ManagerArgs {
+    /// Arguments with every default, as if no flag was given.
+    pub fn new() -> Self {
+        ManagerArgs {
+            feature_gates: String::new(),
+            metrics_bind_address: "0".into(),
+            health_probe_bind_address: "0".into(),
+            leader_election_id: "concord-operator".into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets `--config`.
+    #[must_use]
+    pub fn with_config(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config = Some(path.into());
+        self
+    }
+
+    /// Sets `--feature-gates`.
+    #[must_use]
+    pub fn with_feature_gates(mut self, gates: impl Into<String>) -> Self {
+        self.feature_gates = gates.into();
+        self
+    }
+
+    /// Sets `--leader-elect` and `--leader-election-id`.
+    #[must_use]
+    pub fn with_leader_election(
+        mut self,
+        id: impl Into<String>,
+        namespace: impl Into<String>,
+    ) -> Self {
+        self.leader_elect = true;
+        self.leader_election_id = id.into();
+        self.leader_election_namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets `--metrics-bind-address`.
+    #[must_use]
+    pub fn with_metrics_bind_address(mut self, address: impl Into<String>) -> Self {
+        self.metrics_bind_address = address.into();
+        self
+    }
+
+    /// Sets `--health-probe-bind-address`.
+    #[must_use]
+    pub fn with_health_probe_bind_address(mut self, address: impl Into<String>) -> Self {
+        self.health_probe_bind_address = address.into();
+        self
+    }
+}

@@ -1,0 +1,204 @@
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use concord_featuregates::{FeatureGates, Operation, StrategyName};
+use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Written};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::{ApiResource, DynamicObject};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::ResourceWriter;
+use crate::writes::WriteRegistry;
+
+/// What a reconciler gets besides the object: a client, the feature gates,
+/// and writers whose strategy the configuration chose.
+///
+/// Reconciler code states intent — [`remove_finalizer`](Self::remove_finalizer),
+/// [`set_label`](Self::set_label), [`set_condition`](Self::set_condition),
+/// or any [`Mutation`] through [`write`](Self::write) — and never names a
+/// strategy: changing the YAML changes how every one of these writes is sent.
+pub struct Context<K> {
+    client: Client,
+    writer: ResourceWriter<K>,
+    gates: FeatureGates,
+    registry: Arc<WriteRegistry>,
+    recorder: Recorder,
+}
+
+impl<K> Debug for Context<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("writer", &self.writer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Context<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    pub(crate) fn new(
+        client: Client,
+        gates: FeatureGates,
+        registry: Arc<WriteRegistry>,
+        recorder: Recorder,
+    ) -> Self {
+        let writer = registry.writer::<K>(&());
+        Context {
+            client,
+            writer,
+            gates,
+            registry,
+            recorder,
+        }
+    }
+
+    /// The client, for reads and for writes the framework does not model.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The frozen feature gates.
+    pub fn gates(&self) -> &FeatureGates {
+        &self.gates
+    }
+
+    /// The strategy this controller's writes of `operation` go through.
+    pub fn strategy(&self, operation: Operation) -> StrategyName {
+        self.writer.strategy(operation)
+    }
+
+    /// Sends `mutation` of `object` through the configured strategy.
+    ///
+    /// # Errors
+    ///
+    /// See [`concord_strategies::Error`]; with a `requeue` conflict policy a
+    /// conflict comes back at once so the object is reconciled afresh.
+    pub async fn write(&self, object: &K, mutation: Mutation) -> Result<Written<K>, WriteError> {
+        self.writer.write(object, &mutation).await
+    }
+
+    /// Adds finalizer `name` (no request when it is already there).
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Self::write).
+    pub async fn add_finalizer(&self, object: &K, name: &str) -> Result<Written<K>, WriteError> {
+        self.write(object, Intent::add_finalizer(name).into()).await
+    }
+
+    /// Removes finalizer `name`; an object already gone counts as done.
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Self::write).
+    pub async fn remove_finalizer(&self, object: &K, name: &str) -> Result<Written<K>, WriteError> {
+        self.write(object, Intent::remove_finalizer(name).into())
+            .await
+    }
+
+    /// Sets label `key` to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Self::write).
+    pub async fn set_label(
+        &self,
+        object: &K,
+        key: &str,
+        value: &str,
+    ) -> Result<Written<K>, WriteError> {
+        self.write(object, Intent::set_label(key, value).into())
+            .await
+    }
+
+    /// Inserts or replaces the status condition of `condition.type_`, on the
+    /// status subresource.
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Self::write).
+    pub async fn set_condition(
+        &self,
+        object: &K,
+        condition: Condition,
+    ) -> Result<Written<K>, WriteError> {
+        self.write(object, Intent::SetCondition(condition).into())
+            .await
+    }
+
+    /// A writer for another resource type (children, related objects),
+    /// resolved from the same strategy table.
+    pub fn writer_for<C>(&self) -> ResourceWriter<C>
+    where
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        self.registry.writer::<C>(&())
+    }
+
+    /// Creates or updates `child` as owned by `owner` (a controller owner
+    /// reference, so deleting the owner garbage-collects the child), with
+    /// server-side apply under this operator's field manager.
+    ///
+    /// # Errors
+    ///
+    /// The API error when the apply is refused.
+    pub async fn apply_owned<C>(&self, owner: &K, mut child: C) -> Result<C, kube::Error>
+    where
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        if let Some(reference) = owner_reference(owner) {
+            child
+                .owner_references_mut()
+                .retain(|r| r.uid != reference.uid);
+            child.owner_references_mut().push(reference);
+        }
+        let name = child.name_any();
+        let resource = ApiResource::erase::<C>(&());
+        let api: Api<DynamicObject> = match child.namespace().or_else(|| owner.namespace()) {
+            Some(ns) => Api::namespaced_with(self.client.clone(), &ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        let mut body = serde_json::to_value(&child).map_err(kube::Error::SerdeError)?;
+        if let Some(map) = body.as_object_mut() {
+            map.insert("apiVersion".into(), resource.api_version.clone().into());
+            map.insert("kind".into(), resource.kind.clone().into());
+        }
+        let params = PatchParams::apply(self.registry.field_manager()).force();
+        let applied = api.patch(&name, &params, &Patch::Apply(&body)).await?;
+        serde_json::to_value(applied)
+            .and_then(serde_json::from_value)
+            .map_err(kube::Error::SerdeError)
+    }
+
+    /// Publishes a Kubernetes Event about `object`. Failures are logged, not
+    /// returned: an event is never worth failing a reconcile.
+    pub async fn event(&self, object: &K, type_: EventType, reason: &str, note: impl Into<String>) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note.into()),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+            tracing::warn!(%error, object = %object.name_any(), "publishing an event failed");
+        }
+    }
+}
+
+/// A controller owner reference to `owner`, or `None` when it has no uid yet.
+pub fn owner_reference<K: Resource<DynamicType = ()>>(owner: &K) -> Option<OwnerReference> {
+    owner.controller_owner_ref(&())
+}

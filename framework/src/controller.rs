@@ -1,0 +1,165 @@
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use crate::metrics::ReconcileCounters;
+use crate::{Context, Reconciler};
+
+/// Per-object exponential requeue backoff after failures, as
+/// controller-runtime's default rate limiter: 5 ms doubling to 1,000 s.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Backoff {
+    const BASE: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1000);
+
+    pub(crate) fn failed(&self, key: String) -> Duration {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = failures.entry(key).or_insert(0);
+        let delay = Self::BASE
+            .saturating_mul(1u32 << (*n).min(20))
+            .min(Self::MAX);
+        *n += 1;
+        delay
+    }
+
+    pub(crate) fn succeeded(&self, key: &str) {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        failures.remove(key);
+    }
+}
+
+pub(crate) struct Shared<K, R> {
+    pub(crate) reconciler: R,
+    pub(crate) context: Context<K>,
+    pub(crate) counters: Arc<ReconcileCounters>,
+    pub(crate) backoff: Backoff,
+    pub(crate) name: String,
+}
+
+fn key_of<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
+async fn reconcile<K, R>(object: Arc<K>, shared: Arc<Shared<K, R>>) -> Result<Action, R::Error>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    R: Reconciler<K>,
+{
+    let start = Instant::now();
+    shared.counters.in_flight.fetch_add(1, Relaxed);
+    let key = key_of(object.as_ref());
+    let result = shared.reconciler.reconcile(object, &shared.context).await;
+    shared.counters.in_flight.fetch_sub(1, Relaxed);
+    let micros = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+    shared.counters.seconds_micros.fetch_add(micros, Relaxed);
+    match &result {
+        Ok(_) => {
+            shared.counters.ok.fetch_add(1, Relaxed);
+            shared.backoff.succeeded(&key);
+        }
+        Err(error) => {
+            shared.counters.errors.fetch_add(1, Relaxed);
+            tracing::warn!(controller = %shared.name, object = %key, error = %error, "reconcile failed");
+        }
+    }
+    result
+}
+
+fn error_policy<K, R>(object: Arc<K>, _error: &R::Error, shared: Arc<Shared<K, R>>) -> Action
+where
+    K: Resource,
+    R: Reconciler<K>,
+{
+    Action::requeue(shared.backoff.failed(key_of(object.as_ref())))
+}
+
+/// A controller waiting for the manager to start it.
+pub(crate) type Pending = Box<dyn FnOnce(watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send>;
+
+pub(crate) fn pending<K, R, F>(api: Api<K>, shared: Arc<Shared<K, R>>, customize: F) -> Pending
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Eq + Hash + Clone + Default + Debug + Unpin,
+    R: Reconciler<K>,
+    F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
+{
+    Box::new(move |mut shutdown: watch::Receiver<bool>| {
+        let controller = customize(Controller::new(api, watcher::Config::default()));
+        let name = shared.name.clone();
+        Box::pin(async move {
+            let stop = async move {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+            };
+            controller
+                .graceful_shutdown_on(stop)
+                .run(reconcile::<K, R>, error_policy::<K, R>, shared)
+                .for_each(|result| {
+                    if let Err(error) = result {
+                        tracing::debug!(controller = %name, %error, "controller event");
+                    }
+                    futures::future::ready(())
+                })
+                .await;
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_per_object_and_resets_on_success() {
+        let backoff = Backoff::default();
+        assert_eq!(backoff.failed("a".into()), Duration::from_millis(5));
+        assert_eq!(backoff.failed("a".into()), Duration::from_millis(10));
+        assert_eq!(backoff.failed("b".into()), Duration::from_millis(5));
+        backoff.succeeded("a");
+        assert_eq!(backoff.failed("a".into()), Duration::from_millis(5));
+        for _ in 0..40 {
+            backoff.failed("c".into());
+        }
+        assert_eq!(backoff.failed("c".into()), Duration::from_secs(1000));
+    }
+}

@@ -1,0 +1,116 @@
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::Context;
+
+/// What the finalizer lifecycle asks the author's handler to do.
+#[derive(Debug)]
+pub enum Lifecycle<K> {
+    /// The object is live and carries the finalizer: reconcile it.
+    Apply(Arc<K>),
+    /// The object is being deleted: clean up whatever it owns outside
+    /// Kubernetes. The finalizer is removed once this returns `Ok`.
+    Cleanup(Arc<K>),
+}
+
+/// Why the finalizer lifecycle failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FinalizerError<E: std::error::Error + 'static> {
+    /// Adding the finalizer failed.
+    #[error("adding finalizer {finalizer} failed")]
+    AddFinalizer {
+        /// The finalizer.
+        finalizer: String,
+        /// The write error.
+        #[source]
+        source: concord_strategies::Error,
+    },
+    /// Removing the finalizer after a successful cleanup failed.
+    #[error("removing finalizer {finalizer} failed")]
+    RemoveFinalizer {
+        /// The finalizer.
+        finalizer: String,
+        /// The write error.
+        #[source]
+        source: concord_strategies::Error,
+    },
+    /// The author's handler failed; the finalizer stays.
+    #[error("reconcile handler failed")]
+    Handler(#[source] E),
+}
+
+/// Runs the finalizer lifecycle around `handler`:
+///
+/// - a live object without `finalizer` gets it added (through the strategy
+///   configured for `add-finalizer`) and is reconciled again on the change;
+/// - a live object with it goes to `handler(Lifecycle::Apply)`;
+/// - an object being deleted goes to `handler(Lifecycle::Cleanup)`, and when
+///   that succeeds the finalizer is removed (through the strategy configured
+///   for `remove-finalizer`);
+/// - an object being deleted without our finalizer is left alone.
+///
+/// # Guarantees
+///
+/// The finalizer is only removed after a successful cleanup, and only our
+/// entry: other finalizers survive whenever the configured strategy is a
+/// safe one (`strict`, `update`, `apply`, or `locked` within one process).
+///
+/// # Errors
+///
+/// [`FinalizerError`] naming the step that failed.
+pub async fn finalizer<K, F, Fut, E>(
+    ctx: &Context<K>,
+    finalizer: &str,
+    object: Arc<K>,
+    handler: F,
+) -> Result<Action, FinalizerError<E>>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    F: FnOnce(Lifecycle<K>) -> Fut,
+    Fut: Future<Output = Result<Action, E>>,
+    E: std::error::Error + 'static,
+{
+    let ours = object.finalizers().iter().any(|f| f == finalizer);
+    let deleting = object.meta().deletion_timestamp.is_some();
+    match (deleting, ours) {
+        (false, false) => {
+            ctx.add_finalizer(&object, finalizer)
+                .await
+                .map_err(|source| FinalizerError::AddFinalizer {
+                    finalizer: finalizer.to_owned(),
+                    source,
+                })?;
+            Ok(Action::await_change())
+        }
+        (false, true) => handler(Lifecycle::Apply(object))
+            .await
+            .map_err(FinalizerError::Handler),
+        (true, true) => {
+            let action = handler(Lifecycle::Cleanup(object.clone()))
+                .await
+                .map_err(FinalizerError::Handler)?;
+            ctx.remove_finalizer(&object, finalizer)
+                .await
+                .map_err(|source| FinalizerError::RemoveFinalizer {
+                    finalizer: finalizer.to_owned(),
+                    source,
+                })?;
+            Ok(action)
+        }
+        (true, false) => Ok(Action::await_change()),
+    }
+}

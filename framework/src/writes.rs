@@ -1,0 +1,141 @@
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
+use concord_strategies::{
+    Error as WriteError, Mutation, Target, WriteMetrics, Writer, Written, strategy_for,
+};
+use kube::Resource;
+use kube::core::ApiResource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The writers of one resource type, one per [`Operation`], resolved from
+/// the strategy table once, when a controller or context is built.
+///
+/// A write picks its cell by the mutation's [`Mutation::operation`] — an
+/// array index, no string work on the hot path.
+pub struct ResourceWriter<K> {
+    cells: [Writer<K>; Operation::ALL.len()],
+}
+
+impl<K> Clone for ResourceWriter<K> {
+    fn clone(&self) -> Self {
+        ResourceWriter {
+            cells: self.cells.clone(),
+        }
+    }
+}
+
+impl<K> Debug for ResourceWriter<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceWriter")
+            .field("cells", &self.cells)
+            .finish()
+    }
+}
+
+impl<K> ResourceWriter<K>
+where
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+{
+    /// Sends `mutation` of `observed` through the strategy configured for
+    /// this resource and the mutation's operation.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the strategy reports: see [`concord_strategies::Error`].
+    pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, WriteError> {
+        self.cells[mutation.operation().index()]
+            .write(observed, mutation)
+            .await
+    }
+
+    /// The strategy configured for `operation`.
+    pub fn strategy(&self, operation: Operation) -> StrategyName {
+        self.cells[operation.index()].strategy().name()
+    }
+}
+
+/// Builds [`ResourceWriter`]s and keeps one [`WriteMetrics`] per resource and
+/// strategy for the metrics endpoint.
+pub(crate) struct WriteRegistry {
+    client: kube::Client,
+    table: StrategyTable,
+    field_manager: String,
+    metrics: Mutex<BTreeMap<(String, StrategyName), Arc<WriteMetrics>>>,
+}
+
+impl std::fmt::Debug for WriteRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteRegistry")
+            .field("field_manager", &self.field_manager)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WriteRegistry {
+    pub(crate) fn new(client: kube::Client, table: StrategyTable, field_manager: String) -> Self {
+        WriteRegistry {
+            client,
+            table,
+            field_manager,
+            metrics: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub(crate) fn field_manager(&self) -> &str {
+        &self.field_manager
+    }
+
+    pub(crate) fn writer<K>(&self, dyntype: &K::DynamicType) -> ResourceWriter<K>
+    where
+        K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let resource = ApiResource::erase::<K>(dyntype);
+        let key = resource_key(&resource);
+        let row = self.table.for_resource(&key);
+        let label = key.to_string();
+        let cells = Operation::ALL.map(|operation| {
+            let choice = row.get(operation);
+            let target = Target::new(self.client.clone(), resource.clone())
+                .with_field_manager(self.field_manager.clone())
+                .with_metrics(self.metrics_for(&label, choice.strategy));
+            Writer::from_target(target, strategy_for(choice.strategy, choice.on_conflict))
+        });
+        ResourceWriter { cells }
+    }
+
+    fn metrics_for(&self, resource: &str, strategy: StrategyName) -> Arc<WriteMetrics> {
+        let mut metrics = self
+            .metrics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        metrics
+            .entry((resource.to_owned(), strategy))
+            .or_default()
+            .clone()
+    }
+
+    /// Every (resource, strategy) that has a writer, with its counters.
+    pub(crate) fn all_metrics(&self) -> Vec<((String, StrategyName), Arc<WriteMetrics>)> {
+        let metrics = self
+            .metrics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        metrics
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+pub(crate) fn resource_key(resource: &ApiResource) -> ResourceKey {
+    ResourceKey::new(
+        &resource.group,
+        &resource.version,
+        &resource.kind,
+        &resource.plural,
+    )
+}
