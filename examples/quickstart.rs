@@ -1,108 +1,164 @@
-//! A small operator that runs end to end against the embedded control plane.
+//! A complete small concord operator, run end to end.
 //!
-//! What it shows: a kube-runtime controller that adds a finalizer and a label
-//! to every Pod it sees, and removes the finalizer again once the Pod is being
-//! deleted — the lifecycle both of concord's motivating incidents are about.
-//! It creates its own Pods, deletes them, waits until every one is gone, and
-//! prints what happened.
+//! What it shows: a reconciler for Pods that uses the finalizer lifecycle —
+//! add our finalizer on first sight, label the Pod, and remove the finalizer
+//! when the Pod is deleted — without naming a write strategy anywhere. The
+//! strategies come from `examples/quickstart.yaml`; edit it (or pass
+//! `--feature-gates`, `--config`) and the same code writes differently.
+//! The example creates its own Pods, deletes them, waits until every one is
+//! gone and prints the per-strategy write metrics.
 //!
-//! What it needs: Go and Rust on the machine (the control plane is built from
-//! its Go modules the first time, then cached), or a cluster in `$KUBECONFIG`.
+//! What it needs: Go and Rust (the embedded control plane is built from its
+//! Go modules on first use, then cached), or a cluster via `--kubeconfig` or
+//! `$KUBECONFIG`.
 //!
 //! ```text
-//! cargo run --release --example quickstart -- [--pods 20] [--kubeconfig PATH]
+//! cargo run --release --example quickstart -- [--pods 20] [--config examples/quickstart.yaml]
+//! cargo run --release --example quickstart -- --explain
 //! ```
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use futures::StreamExt;
+use clap::Parser;
+use concord::{
+    Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
+};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
 use serde_json::json;
 
+// ANCHOR: reconciler
 const FINALIZER: &str = "quickstart.concord.dev/cleanup";
-const NAMESPACE: &str = "quickstart";
+
+/// Labels every Pod it manages and holds it with a finalizer until cleanup ran.
+struct PodLabeller;
+
+#[concord::async_trait]
+impl Reconciler<Pod> for PodLabeller {
+    type Error = concord::FinalizerError<WriteError>;
+
+    async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, Self::Error> {
+        finalizer(ctx, FINALIZER, pod, |event| async move {
+            match event {
+                Lifecycle::Apply(pod) => {
+                    ctx.set_label(&pod, "quickstart.concord.dev/seen", "true")
+                        .await?;
+                }
+                Lifecycle::Cleanup(pod) => {
+                    tracing::debug!(pod = %pod.name_any(), "cleaning up");
+                }
+            }
+            Ok(Action::await_change())
+        })
+        .await
+    }
+}
+// ANCHOR_END: reconciler
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    manager: ManagerArgs,
+    /// How many Pods to create.
+    #[arg(long, default_value_t = 20)]
+    pods: usize,
+    /// Namespace to work in.
+    #[arg(long, default_value = "quickstart")]
+    namespace: String,
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter("info,kube=warn").init();
-    let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let pods_wanted: usize = flag("--pods").map(|v| v.parse()).transpose().context("--pods")?.unwrap_or(20);
-    let connection = concord_examples::connect(flag("--kubeconfig").map(Into::into)).await?;
-    let client = connection.client.clone();
+    tracing_subscriber::fmt()
+        .with_env_filter("info,kube=warn")
+        .init();
+    let mut cli = Cli::parse();
+    if cli.manager.config.is_none() {
+        cli.manager.config = Some(concat!(env!("CARGO_MANIFEST_DIR"), "/quickstart.yaml").into());
+    }
+    // ANCHOR: main
+    let connection = concord_examples::connect(cli.manager.kubeconfig.clone()).await?;
+    let mut manager = Manager::builder("quickstart")
+        .with_args(cli.manager.clone())
+        .with_client(connection.client.clone())
+        .build()
+        .await?;
+    let pods: Api<Pod> = Api::namespaced(manager.client().clone(), &cli.namespace);
+    manager.add_controller("pods", pods.clone(), PodLabeller, |controller| controller);
+    let metrics = manager.metrics();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    // ANCHOR_END: main
     println!("connected to {}", connection.server);
 
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}))?;
-    namespaces.patch(NAMESPACE, &PatchParams::apply("quickstart").force(), &Patch::Apply(&ns)).await?;
-    wait_for_default_service_account(&client).await?;
-
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let controller = Controller::new(pods.clone(), watcher::Config::default())
-        .run(reconcile, error_policy, Arc::new(client.clone()))
-        .for_each(|_| async {});
-    let controller = tokio::spawn(controller);
-
+    ensure_namespace(&connection.client, &cli.namespace).await?;
     let start = Instant::now();
-    for i in 0..pods_wanted {
-        let pod = serde_json::from_value(json!({
+    for i in 0..cli.pods {
+        let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": format!("demo-{i}")},
             "spec": {"containers": [{"name": "main", "image": "registry.invalid/pause:1"}]}
         }))?;
         pods.create(&PostParams::default(), &pod).await?;
     }
-    wait_until(&pods, |list| list.iter().all(|p| p.finalizers().iter().any(|f| f == FINALIZER)) && list.len() == pods_wanted).await?;
-    println!("{pods_wanted} pods carry the finalizer and the label after {:?}", start.elapsed());
+    let labelled = |p: &Pod| {
+        p.labels().contains_key("quickstart.concord.dev/seen")
+            && p.finalizers().iter().any(|f| f == FINALIZER)
+    };
+    wait_until(&pods, |list| {
+        list.len() == cli.pods && list.iter().all(labelled)
+    })
+    .await?;
+    println!(
+        "{} pods carry the finalizer and the label after {:.1?}",
+        cli.pods,
+        start.elapsed()
+    );
 
-    pods.delete_collection(&DeleteParams::default(), &ListParams::default()).await?;
+    pods.delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await?;
     wait_until(&pods, |list| list.is_empty()).await?;
-    println!("all {pods_wanted} pods deleted: the controller removed its finalizer from each ({:?} in all)", start.elapsed());
-    controller.abort();
+    println!(
+        "all {} pods deleted: the finalizer was removed from each after cleanup ({:.1?} in all)",
+        cli.pods,
+        start.elapsed()
+    );
+
+    stop.shutdown();
+    running.await??;
+    println!("\nwrite metrics (what each strategy sent):");
+    for line in metrics
+        .render()
+        .lines()
+        .filter(|l| l.starts_with("concord_write_requests_total") && !l.ends_with(" 0"))
+    {
+        println!("  {line}");
+    }
     Ok(())
 }
 
-async fn reconcile(pod: Arc<Pod>, client: Arc<Client>) -> Result<Action, kube::Error> {
-    let pods: Api<Pod> = Api::namespaced((*client).clone(), &pod.namespace().unwrap_or_default());
-    let has_finalizer = pod.finalizers().iter().any(|f| f == FINALIZER);
-    if pod.metadata.deletion_timestamp.is_some() {
-        if has_finalizer {
-            let rest: Vec<&String> = pod.finalizers().iter().filter(|f| *f != FINALIZER).collect();
-            let patch = json!({"metadata": {"resourceVersion": pod.resource_version(), "finalizers": rest}});
-            pods.patch(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
-        }
-    } else if !has_finalizer {
-        let mut finalizers = pod.finalizers().to_vec();
-        finalizers.push(FINALIZER.into());
-        let patch = json!({"metadata": {
-            "resourceVersion": pod.resource_version(),
-            "finalizers": finalizers,
-            "labels": {"quickstart.concord.dev/seen": "true"}
-        }});
-        pods.patch(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
-    }
-    Ok(Action::await_change())
-}
-
-fn error_policy(_pod: Arc<Pod>, error: &kube::Error, _client: Arc<Client>) -> Action {
-    tracing::debug!(%error, "reconcile failed; retrying");
-    Action::requeue(Duration::from_millis(200))
-}
-
-async fn wait_for_default_service_account(client: &Client) -> anyhow::Result<()> {
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
+async fn ensure_namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    )?;
+    namespaces
+        .patch(
+            name,
+            &PatchParams::apply("quickstart").force(),
+            &Patch::Apply(&ns),
+        )
+        .await?;
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), name);
     for _ in 0..600 {
         if accounts.get_opt("default").await?.is_some() {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    anyhow::bail!("namespace {NAMESPACE} has no default ServiceAccount after 60s")
+    anyhow::bail!("namespace {name} has no default ServiceAccount after 60s")
 }
 
 async fn wait_until(pods: &Api<Pod>, done: impl Fn(&[Pod]) -> bool) -> anyhow::Result<()> {
@@ -113,5 +169,5 @@ async fn wait_until(pods: &Api<Pod>, done: impl Fn(&[Pod]) -> bool) -> anyhow::R
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    anyhow::bail!("pods in {NAMESPACE} did not reach the expected state within 120s")
+    anyhow::bail!("pods did not reach the expected state within 120s")
 }

@@ -26,7 +26,9 @@ pub async fn connect(kubeconfig: Option<PathBuf>) -> anyhow::Result<Connection> 
         Some(path) => (path, None),
         None => {
             tracing::info!("no kubeconfig configured: starting the embedded control plane");
-            let cp = tokio::task::spawn_blocking(|| ControlPlane::start(ControlPlaneOptions::default())).await??;
+            let cp =
+                tokio::task::spawn_blocking(|| ControlPlane::start(ControlPlaneOptions::default()))
+                    .await??;
             (cp.kubeconfig_path().to_path_buf(), Some(cp))
         }
     };
@@ -37,5 +39,9 @@ pub async fn connect(kubeconfig: Option<PathBuf>) -> anyhow::Result<Connection> 
         .map_err(|e| anyhow::anyhow!("kubeconfig {}: {e}", path.display()))?;
     let server = config.cluster_url.to_string();
     let client = Client::try_from(config)?;
-    Ok(Connection { client, server, control_plane })
+    Ok(Connection {
+        client,
+        server,
+        control_plane,
+    })
 }
