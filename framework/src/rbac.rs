@@ -1,0 +1,253 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role};
+use kube::Resource;
+use kube::core::{ApiResource, ObjectMeta};
+
+/// The least RBAC an operator needs, derived from what it watches and
+/// writes and from the strategy the configuration chose for each write.
+///
+/// An operator declares what its code does — the resources its controllers
+/// watch, the operations its reconcilers write, the children it applies —
+/// and [`rules`](Self::rules) turns that into [`PolicyRule`]s using the
+/// resolved [`StrategyTable`], so changing a strategy in the YAML changes
+/// the verbs the operator asks for:
+///
+/// | strategy | verbs on the written resource |
+/// | --- | --- |
+/// | `lax` | `patch`, `get` |
+/// | `strict` | `patch`, `get` (re-read after a conflict) |
+/// | `update` | `update`, `get` (re-read after a conflict) |
+/// | `locked` | `patch`, `get` (fresh read under the lock) |
+/// | `apply` | `patch`, `get` (re-read when it falls back to a guarded JSON patch) |
+///
+/// Every strategy may `get` the object: after a `422` to a write that
+/// carried the observed uid, a read tells a recreated object from an
+/// invalid write. Status writes go to the `<resource>/status`
+/// subresource; their re-reads go to the resource itself.
+///
+/// ```
+/// use concord::Permissions;
+/// use concord::featuregates::{ConfigLoader, FeatureRegistry, Operation};
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let config = ConfigLoader::new()
+///     .with_yaml("c.yaml", "strategies: {default: update}")
+///     .load(FeatureRegistry::new())?;
+/// let rules = Permissions::new(config.strategies())
+///     .watches::<Pod>()
+///     .writes::<Pod>(&[Operation::RemoveFinalizer])
+///     .rules();
+/// assert_eq!(rules[0].resources.as_deref(), Some(&["pods".to_owned()][..]));
+/// assert_eq!(rules[0].verbs, ["get", "list", "update", "watch"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Caveats
+///
+/// Only what is declared is granted: a write the reconciler makes through
+/// [`Context::client`](crate::Context::client) directly must be declared
+/// with [`verbs`](Self::verbs).
+#[derive(Clone, Debug)]
+pub struct Permissions<'a> {
+    table: &'a StrategyTable,
+    verbs: BTreeMap<(String, String), BTreeSet<&'static str>>,
+}
+
+impl<'a> Permissions<'a> {
+    /// No permissions yet; writes will be resolved against `table`.
+    pub fn new(table: &'a StrategyTable) -> Self {
+        Permissions {
+            table,
+            verbs: BTreeMap::new(),
+        }
+    }
+
+    /// `K` is listed and watched by a controller (`get`, `list`, `watch`).
+    #[must_use]
+    pub fn watches<K: Resource<DynamicType = ()>>(self) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        self.verbs(&resource.group, &resource.plural, &["get", "list", "watch"])
+    }
+
+    /// `K` is written with these operations, each through the strategy the
+    /// table chose for it.
+    #[must_use]
+    pub fn writes<K: Resource<DynamicType = ()>>(mut self, operations: &[Operation]) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        let key = ResourceKey::new(
+            &resource.group,
+            &resource.version,
+            &resource.kind,
+            &resource.plural,
+        );
+        let row = self.table.for_resource(&key);
+        for &operation in operations {
+            let verbs = strategy_verbs(row.strategy(operation));
+            let target = match operation {
+                Operation::Status => format!("{}/status", resource.plural),
+                _ => resource.plural.clone(),
+            };
+            let (reads, writes): (Vec<&'static str>, Vec<&'static str>) =
+                verbs.iter().partition(|v| **v == "get");
+            self = self
+                .verbs(&resource.group, &resource.plural, &reads)
+                .verbs(&resource.group, &target, &writes);
+        }
+        self
+    }
+
+    /// Children of type `K` are created or updated with server-side apply
+    /// ([`Context::apply_owned`](crate::Context::apply_owned)): `create`
+    /// for the first apply, `patch` for the others.
+    #[must_use]
+    pub fn applies<K: Resource<DynamicType = ()>>(self) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        self.verbs(&resource.group, &resource.plural, &["create", "patch"])
+    }
+
+    /// Objects of type `K` are deleted.
+    #[must_use]
+    pub fn deletes<K: Resource<DynamicType = ()>>(self) -> Self {
+        let resource = ApiResource::erase::<K>(&());
+        self.verbs(&resource.group, &resource.plural, &["delete"])
+    }
+
+    /// Events are published ([`Context::event`](crate::Context::event)):
+    /// `create` and `patch` (for series) on `events.k8s.io` events.
+    #[must_use]
+    pub fn events(self) -> Self {
+        self.verbs("events.k8s.io", "events", &["create", "patch"])
+    }
+
+    /// The manager runs with `--leader-elect`: `get`, `create` and `update`
+    /// on `coordination.k8s.io` leases.
+    #[must_use]
+    pub fn leader_election(self) -> Self {
+        self.verbs("coordination.k8s.io", "leases", &["create", "get", "update"])
+    }
+
+    /// Any other `verbs` on `resource` (a plural, or `plural/subresource`)
+    /// of API group `group` (empty for the core group).
+    #[must_use]
+    pub fn verbs(mut self, group: &str, resource: &str, verbs: &[&'static str]) -> Self {
+        if verbs.is_empty() {
+            return self;
+        }
+        self.verbs
+            .entry((group.to_owned(), resource.to_owned()))
+            .or_default()
+            .extend(verbs.iter().copied());
+        self
+    }
+
+    /// The rules, one per API group and verb set, sorted so the output is
+    /// stable.
+    pub fn rules(&self) -> Vec<PolicyRule> {
+        let mut merged: BTreeMap<(&str, Vec<&str>), Vec<String>> = BTreeMap::new();
+        for ((group, resource), verbs) in &self.verbs {
+            merged
+                .entry((group.as_str(), verbs.iter().copied().collect()))
+                .or_default()
+                .push(resource.clone());
+        }
+        merged
+            .into_iter()
+            .map(|((group, verbs), resources)| PolicyRule {
+                api_groups: Some(vec![group.to_owned()]),
+                resources: Some(resources),
+                verbs: verbs.into_iter().map(str::to_owned).collect(),
+                ..PolicyRule::default()
+            })
+            .collect()
+    }
+
+    /// The rules as a namespaced [`Role`].
+    pub fn role(&self, name: &str, namespace: &str) -> Role {
+        Role {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            rules: Some(self.rules()),
+        }
+    }
+}
+
+/// The verbs a write through `strategy` may send, `get` included.
+pub fn strategy_verbs(strategy: StrategyName) -> &'static [&'static str] {
+    match strategy {
+        StrategyName::Update => &["get", "update"],
+        StrategyName::Lax
+        | StrategyName::Strict
+        | StrategyName::Locked
+        | StrategyName::Apply => &["get", "patch"],
+        // A strategy added later: grant every write verb rather than fail.
+        _ => &["get", "patch", "update"],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use concord_featuregates::{ConfigLoader, Config, FeatureRegistry};
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+    fn config(yaml: &str) -> Config {
+        ConfigLoader::new()
+            .with_yaml("test.yaml", yaml.as_bytes().to_vec())
+            .load(FeatureRegistry::new())
+            .unwrap()
+    }
+
+    fn verbs_of<'r>(rules: &'r [PolicyRule], resource: &str) -> Vec<&'r str> {
+        let mut verbs: Vec<&str> = rules
+            .iter()
+            .filter(|r| r.resources.iter().flatten().any(|x| x == resource))
+            .flat_map(|r| r.verbs.iter().map(String::as_str))
+            .collect();
+        verbs.sort_unstable();
+        verbs
+    }
+
+    #[test]
+    fn update_strategy_needs_update_and_patch_strategies_need_patch() {
+        let config = config(
+            "strategies:\n  resources:\n    pods:\n      operations:\n        remove-finalizer: update\n        add-finalizer: lax\n",
+        );
+        let rules = Permissions::new(config.strategies())
+            .writes::<Pod>(&[Operation::RemoveFinalizer, Operation::AddFinalizer])
+            .rules();
+        assert_eq!(verbs_of(&rules, "pods"), ["get", "patch", "update"]);
+    }
+
+    #[test]
+    fn status_writes_go_to_the_status_subresource() {
+        let config = config("strategies: {default: strict}");
+        let rules = Permissions::new(config.strategies())
+            .writes::<Pod>(&[Operation::Status])
+            .rules();
+        assert_eq!(verbs_of(&rules, "pods/status"), ["patch"]);
+        assert_eq!(verbs_of(&rules, "pods"), ["get"]);
+    }
+
+    #[test]
+    fn only_declared_resources_are_granted() {
+        let config = config("strategies: {default: strict}");
+        let rules = Permissions::new(config.strategies())
+            .watches::<ConfigMap>()
+            .events()
+            .leader_election()
+            .rules();
+        assert!(verbs_of(&rules, "pods").is_empty());
+        assert_eq!(verbs_of(&rules, "configmaps"), ["get", "list", "watch"]);
+        assert_eq!(verbs_of(&rules, "leases"), ["create", "get", "update"]);
+        let events = rules
+            .iter()
+            .find(|r| r.resources.iter().flatten().any(|x| x == "events"))
+            .unwrap();
+        assert_eq!(events.api_groups.as_deref(), Some(&["events.k8s.io".to_owned()][..]));
+    }
+}
