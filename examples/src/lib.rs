@@ -1,7 +1,18 @@
 //! Shared plumbing for concord's runnable examples: connecting to a cluster
 //! or, when none is configured, to an embedded control plane.
 
+mod cli;
 mod connect;
+mod demo;
+
+pub mod argo;
+pub mod kueue;
+pub mod widgets;
+pub mod widgets_demo;
 
 #[doc(inline)]
+pub use cli::{ExampleArgs, client_of, demo_connection, load_config, role_yaml};
+#[doc(inline)]
 pub use connect::{Connection, connect};
+#[doc(inline)]
+pub use demo::{ensure_namespace, wait_until};

@@ -91,9 +91,11 @@ impl<'a> Permissions<'a> {
             };
             let (reads, writes): (Vec<&'static str>, Vec<&'static str>) =
                 verbs.iter().partition(|v| **v == "get");
-            self = self
-                .verbs(&resource.group, &resource.plural, &reads)
-                .verbs(&resource.group, &target, &writes);
+            self = self.verbs(&resource.group, &resource.plural, &reads).verbs(
+                &resource.group,
+                &target,
+                &writes,
+            );
         }
         self
     }
@@ -125,7 +127,11 @@ impl<'a> Permissions<'a> {
     /// on `coordination.k8s.io` leases.
     #[must_use]
     pub fn leader_election(self) -> Self {
-        self.verbs("coordination.k8s.io", "leases", &["create", "get", "update"])
+        self.verbs(
+            "coordination.k8s.io",
+            "leases",
+            &["create", "get", "update"],
+        )
     }
 
     /// Any other `verbs` on `resource` (a plural, or `plural/subresource`)
@@ -180,10 +186,9 @@ impl<'a> Permissions<'a> {
 pub fn strategy_verbs(strategy: StrategyName) -> &'static [&'static str] {
     match strategy {
         StrategyName::Update => &["get", "update"],
-        StrategyName::Lax
-        | StrategyName::Strict
-        | StrategyName::Locked
-        | StrategyName::Apply => &["get", "patch"],
+        StrategyName::Lax | StrategyName::Strict | StrategyName::Locked | StrategyName::Apply => {
+            &["get", "patch"]
+        }
         // A strategy added later: grant every write verb rather than fail.
         _ => &["get", "patch", "update"],
     }
@@ -192,7 +197,7 @@ pub fn strategy_verbs(strategy: StrategyName) -> &'static [&'static str] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use concord_featuregates::{ConfigLoader, Config, FeatureRegistry};
+    use concord_featuregates::{Config, ConfigLoader, FeatureRegistry};
     use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
     fn config(yaml: &str) -> Config {
@@ -248,6 +253,9 @@ mod tests {
             .iter()
             .find(|r| r.resources.iter().flatten().any(|x| x == "events"))
             .unwrap();
-        assert_eq!(events.api_groups.as_deref(), Some(&["events.k8s.io".to_owned()][..]));
+        assert_eq!(
+            events.api_groups.as_deref(),
+            Some(&["events.k8s.io".to_owned()][..])
+        );
     }
 }

@@ -1,0 +1,98 @@
+use std::path::PathBuf;
+
+use concord::featuregates::{Config, ConfigLoader, register_framework_gates};
+use concord::{FeatureRegistry, ManagerArgs, Permissions};
+use kube::Client;
+
+/// The command line the pod operators share: concord's manager flags plus
+/// the namespace, the run mode and `--print-rbac`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ExampleArgs {
+    /// concord's controller-runtime style flags.
+    #[command(flatten)]
+    pub manager: ManagerArgs,
+    /// Namespace the operator watches (and the demo works in).
+    #[arg(long, env = "WATCH_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Run as a long-lived operator, as in a Deployment: connect through
+    /// `--kubeconfig`, `$KUBECONFIG` or the in-cluster configuration,
+    /// create no demo workload, stop on SIGTERM.
+    #[arg(long)]
+    pub serve: bool,
+    /// Print the Role this operator needs under the configured strategies
+    /// (YAML), then exit. No cluster is needed.
+    #[arg(long = "print-rbac")]
+    pub print_rbac: bool,
+}
+
+impl ExampleArgs {
+    /// Uses `path` when `--config` was not given.
+    #[must_use]
+    pub fn with_default_config(mut self, path: impl Into<PathBuf>) -> Self {
+        if self.manager.config.is_none() {
+            self.manager.config = Some(path.into());
+        }
+        self
+    }
+
+    /// The namespace to work in: `--namespace`, `$WATCH_NAMESPACE`, else
+    /// `fallback`.
+    pub fn namespace_or(&self, fallback: &str) -> String {
+        self.namespace
+            .clone()
+            .unwrap_or_else(|| fallback.to_owned())
+    }
+}
+
+/// Loads the configuration exactly as the manager will (defaults, the
+/// `--config` file, `CONCORD_*` variables, `--feature-gates`), to resolve
+/// the strategy table without a cluster — for `--print-rbac` and tests.
+///
+/// # Errors
+///
+/// Every configuration problem, as the manager would report them.
+pub fn load_config(args: &ManagerArgs, mut registry: FeatureRegistry) -> anyhow::Result<Config> {
+    register_framework_gates(&mut registry)?;
+    let mut loader = ConfigLoader::new().with_env();
+    if let Some(path) = &args.config {
+        loader = loader.with_file(path);
+    }
+    if !args.feature_gates.trim().is_empty() {
+        loader = loader.with_feature_gates(args.feature_gates.clone());
+    }
+    Ok(loader.load(registry)?)
+}
+
+/// `permissions` as a Role manifest named `name` in `namespace`.
+///
+/// # Errors
+///
+/// When the Role cannot be serialised.
+pub fn role_yaml(
+    permissions: &Permissions<'_>,
+    name: &str,
+    namespace: &str,
+) -> anyhow::Result<String> {
+    Ok(serde_yaml::to_string(&permissions.role(name, namespace))?)
+}
+
+/// The client of the demo mode: `--kubeconfig`, `$KUBECONFIG`, else the
+/// embedded control plane (kept alive by the returned [`crate::Connection`]).
+/// `None` in `--serve` mode, where the manager connects by itself.
+///
+/// # Errors
+///
+/// As [`crate::connect`].
+pub async fn demo_connection(args: &ExampleArgs) -> anyhow::Result<Option<crate::Connection>> {
+    if args.serve {
+        return Ok(None);
+    }
+    let connection = crate::connect(args.manager.kubeconfig.clone()).await?;
+    println!("connected to {}", connection.server);
+    Ok(Some(connection))
+}
+
+/// The client of a demo connection, if any.
+pub fn client_of(connection: &Option<crate::Connection>) -> Option<Client> {
+    connection.as_ref().map(|c| c.client.clone())
+}
