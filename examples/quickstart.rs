@@ -127,6 +127,13 @@ async fn main() -> anyhow::Result<()> {
 
     stop.shutdown();
     running.await??;
+    let reconciles = metrics.reconciles("pods");
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{reconciles} reconciles in {secs:.1}s ({:.0}/s); operator peak RSS {}",
+        reconciles as f64 / secs,
+        peak_rss().unwrap_or_else(|| "unknown".into())
+    );
     println!("\nwrite metrics (what each strategy sent):");
     for line in metrics
         .render()
@@ -136,6 +143,13 @@ async fn main() -> anyhow::Result<()> {
         println!("  {line}");
     }
     Ok(())
+}
+
+/// The process's peak resident set size, from `/proc/self/status`.
+fn peak_rss() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    Some(line.trim_start_matches("VmHWM:").trim().to_owned())
 }
 
 async fn ensure_namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
