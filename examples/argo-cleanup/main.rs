@@ -43,10 +43,7 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter("info,kube=warn")
         .init();
     let cli = Cli::parse();
-    let args = cli.example.with_default_config(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/argo-cleanup/config.yaml"
-    ));
+    let args = cli.example.with_default_config(argo::CONFIG);
     let namespace = args.namespace_or("argo-demo");
     if args.print_rbac {
         let config = load_config(&args.manager, FeatureRegistry::new())?;

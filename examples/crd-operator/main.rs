@@ -43,10 +43,7 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter("info,kube=warn")
         .init();
     let cli = Cli::parse();
-    let args = cli.example.with_default_config(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/crd-operator/config.yaml"
-    ));
+    let args = cli.example.with_default_config(widgets::CONFIG);
     let namespace = args.namespace_or("widgets-demo");
     if cli.print_crd {
         print!("{}", serde_yaml::to_string(&Widget::crd())?);

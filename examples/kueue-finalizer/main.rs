@@ -42,10 +42,7 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter("info,kube=warn")
         .init();
     let cli = Cli::parse();
-    let args = cli.example.with_default_config(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/kueue-finalizer/config.yaml"
-    ));
+    let args = cli.example.with_default_config(kueue::CONFIG);
     let namespace = args.namespace_or("kueue-demo");
     if args.print_rbac {
         let (registry, _) = kueue::registry()?;

@@ -17,6 +17,9 @@ use serde_json::json;
 
 use crate::demo::wait_until;
 
+/// The example's configuration file, `examples/argo-cleanup/config.yaml`.
+pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/argo-cleanup/config.yaml");
+
 /// The finalizer that keeps a workflow Pod until its result is recorded.
 pub const FINALIZER: &str = "workflows.concord.dev/status";
 /// The label that marks a Pod whose result was recorded.

@@ -35,6 +35,9 @@ pub const REMOVE_FINALIZERS_WITH_STRICT_PATCH: FeatureSpec =
         );
 // ANCHOR_END: gate
 
+/// The example's configuration file, `examples/kueue-finalizer/config.yaml`.
+pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kueue-finalizer/config.yaml");
+
 /// The finalizer this operator holds Pods with.
 pub const FINALIZER: &str = "kueue.concord.dev/managed";
 /// Pods carrying this label (any value) are managed.

@@ -79,6 +79,9 @@ pub struct WidgetCondition {
 }
 // ANCHOR_END: resource
 
+/// The example's configuration file, `examples/crd-operator/config.yaml`.
+pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crd-operator/config.yaml");
+
 /// The finalizer that runs [`cleanup`] before a Widget goes.
 pub const FINALIZER: &str = "widgets.demo.concord.dev/shards";
 /// Label naming a shard's Widget.
