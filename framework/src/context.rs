@@ -11,8 +11,8 @@ use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::ResourceWriter;
 use crate::writes::WriteRegistry;
+use crate::{Object, ResourceWriter};
 
 /// What a reconciler gets besides the object: a client, the feature gates,
 /// and writers whose strategy the configuration chose.
@@ -39,14 +39,7 @@ impl<K> Debug for Context<K> {
 
 impl<K> Context<K>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Object,
 {
     pub(crate) fn new(
         client: Client,

@@ -1,6 +1,5 @@
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::hash::Hash;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,12 +10,10 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::metrics::ReconcileCounters;
-use crate::{Context, Reconciler};
+use crate::{Context, Object, Reconciler};
 
 /// Per-object exponential requeue backoff after failures, as
 /// controller-runtime's default rate limiter: 5 ms doubling to 1,000 s.
@@ -69,14 +66,7 @@ fn key_of<K: Resource>(object: &K) -> String {
 
 async fn reconcile<K, R>(object: Arc<K>, shared: Arc<Shared<K, R>>) -> Result<Action, R::Error>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Object,
     R: Reconciler<K>,
 {
     let start = Instant::now();
@@ -112,15 +102,7 @@ pub(crate) type Pending = Box<dyn FnOnce(watch::Receiver<bool>) -> BoxFuture<'st
 
 pub(crate) fn pending<K, R, F>(api: Api<K>, shared: Arc<Shared<K, R>>, customize: F) -> Pending
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Eq + Hash + Clone + Default + Debug + Unpin,
+    K: Object,
     R: Reconciler<K>,
     F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
 {

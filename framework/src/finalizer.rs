@@ -2,12 +2,10 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
-use crate::Context;
+use crate::{Context, Object};
 
 /// What the finalizer lifecycle asks the author's handler to do.
 #[derive(Debug)]
@@ -72,14 +70,7 @@ pub async fn finalizer<K, F, Fut, E>(
     handler: F,
 ) -> Result<Action, FinalizerError<E>>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Object,
     F: FnOnce(Lifecycle<K>) -> Fut,
     Fut: Future<Output = Result<Action, E>>,
     E: std::error::Error + 'static,

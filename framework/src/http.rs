@@ -99,20 +99,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parse_bind_follows_controller_runtime() {
-        assert_eq!(parse_bind("f", "0").unwrap(), None);
+    fn parse_bind_follows_controller_runtime() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(parse_bind("f", "0")?, None);
+        assert_eq!(parse_bind("f", ":8080")?, Some("0.0.0.0:8080".parse()?));
         assert_eq!(
-            parse_bind("f", ":8080").unwrap(),
-            Some("0.0.0.0:8080".parse().unwrap())
+            parse_bind("f", "127.0.0.1:9")?,
+            Some("127.0.0.1:9".parse()?)
         );
+        let err = parse_bind("--metrics-bind-address", "eight")
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
-            parse_bind("f", "127.0.0.1:9").unwrap(),
-            Some("127.0.0.1:9".parse().unwrap())
+            err.as_deref(),
+            Some(
+                "invalid --metrics-bind-address `eight`: expected host:port, :port or 0 to disable"
+            )
         );
-        let err = parse_bind("--metrics-bind-address", "eight").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid --metrics-bind-address `eight`: expected host:port, :port or 0 to disable"
-        );
+        Ok(())
     }
 }

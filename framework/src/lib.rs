@@ -28,6 +28,7 @@ mod http;
 mod leader;
 mod manager;
 mod metrics;
+mod object;
 mod rbac;
 mod reconciler;
 mod writes;
@@ -46,6 +47,8 @@ pub use leader::LeaderElectionConfig;
 pub use manager::{Manager, ManagerBuilder, ShutdownHandle};
 #[doc(inline)]
 pub use metrics::Metrics;
+#[doc(inline)]
+pub use object::Object;
 #[doc(inline)]
 pub use rbac::{Permissions, strategy_verbs};
 #[doc(inline)]

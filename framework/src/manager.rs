@@ -1,5 +1,4 @@
 use std::fmt::Debug;
-use std::hash::Hash;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,13 +8,11 @@ use concord_featuregates::{
     Config, ConfigLoader, FeatureGates, FeatureRegistry, StrategyName, register_framework_gates,
 };
 use k8s_openapi::api::coordination::v1::Lease;
+use kube::Client;
 use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::controller::Controller;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::{Client, Resource};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -23,7 +20,7 @@ use crate::controller::{Backoff, Pending, Shared, pending};
 use crate::http::{Endpoints, bind, parse_bind, serve};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
 use crate::writes::WriteRegistry;
-use crate::{Context, Error, ManagerArgs, Metrics, Reconciler};
+use crate::{Context, Error, ManagerArgs, Metrics, Object, Reconciler};
 
 /// Builds a [`Manager`]: flags, the author's feature gates, optionally a
 /// client of the caller's making.
@@ -290,14 +287,7 @@ impl Manager {
     /// A context for `K` outside any controller (for setup code and tests).
     pub fn context<K>(&self) -> Context<K>
     where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + Serialize
-            + DeserializeOwned
-            + Debug
-            + Send
-            + Sync
-            + 'static,
+        K: Object,
     {
         Context::new(
             self.client.clone(),
@@ -313,15 +303,7 @@ impl Manager {
     /// limit (`.with_config(..)`).
     pub fn add_controller<K, R, F>(&mut self, name: &str, api: Api<K>, reconciler: R, customize: F)
     where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + Serialize
-            + DeserializeOwned
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::DynamicType: Eq + Hash + Clone + Default + Debug + Unpin,
+        K: Object,
         R: Reconciler<K>,
         F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
     {
