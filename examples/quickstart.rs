@@ -78,6 +78,11 @@ async fn main() -> anyhow::Result<()> {
     if cli.manager.config.is_none() {
         cli.manager.config = Some(concat!(env!("CARGO_MANIFEST_DIR"), "/quickstart.yaml").into());
     }
+    if cli.manager.wants_explain() {
+        // Prints the gates and the strategy table with their reasons, then exits.
+        Manager::builder("quickstart").with_args(cli.manager).build().await?;
+        return Ok(());
+    }
     // ANCHOR: main
     let connection = concord_examples::connect(cli.manager.kubeconfig.clone()).await?;
     let mut manager = Manager::builder("quickstart")

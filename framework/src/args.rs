@@ -57,6 +57,12 @@ impl ManagerArgs {
         }
     }
 
+    /// Whether `--explain` or `--explain-yaml` was given: the manager will
+    /// print the configuration and exit, so there is no need to connect first.
+    pub fn wants_explain(&self) -> bool {
+        self.explain || self.explain_yaml
+    }
+
     /// Sets `--config`.
     #[must_use]
     pub fn with_config(mut self, path: impl Into<PathBuf>) -> Self {

@@ -108,7 +108,7 @@ impl ManagerBuilder {
             loader = loader.with_feature_gates(self.args.feature_gates.clone());
         }
         let config = loader.load(self.registry)?;
-        if self.args.explain || self.args.explain_yaml {
+        if self.args.wants_explain() {
             let explanation = config.explain();
             if self.args.explain_yaml {
                 print!("{}", explanation.to_yaml());
