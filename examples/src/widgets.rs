@@ -82,7 +82,7 @@ pub struct WidgetCondition {
 /// The example's configuration file, `examples/crd-operator/config.yaml`.
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/crd-operator/config.yaml");
 
-/// The finalizer that runs [`cleanup`] before a Widget goes.
+/// The finalizer that deletes the shards before a Widget goes.
 pub const FINALIZER: &str = "widgets.demo.concord.dev/shards";
 /// Label naming a shard's Widget.
 pub const OWNER_LABEL: &str = "widgets.demo.concord.dev/owner";
