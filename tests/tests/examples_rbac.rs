@@ -56,6 +56,7 @@ fn metric(metrics: &Metrics, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+// ANCHOR: forbidden
 /// Writes a label on `object` (created by the admin) through the
 /// restricted manager's strategy for `K`, and checks the answer is an
 /// immediate, unretried 403.
@@ -120,6 +121,7 @@ where
         "no re-read"
     );
 }
+// ANCHOR_END: forbidden
 
 async fn leader_of(client: Client, ns: &str, lease: &str) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(client, ns);
@@ -132,6 +134,7 @@ async fn leader_of(client: Client, ns: &str, lease: &str) -> Option<String> {
         .holder_identity
 }
 
+// ANCHOR: restricted
 #[tokio::test]
 async fn kueue_operator_needs_only_its_generated_rules() -> Result<()> {
     let env = TestEnv::shared()?;
@@ -178,6 +181,7 @@ async fn kueue_operator_needs_only_its_generated_rules() -> Result<()> {
     running.await??;
     Ok(())
 }
+// ANCHOR_END: restricted
 
 #[tokio::test]
 async fn argo_operator_needs_only_its_generated_rules() -> Result<()> {
