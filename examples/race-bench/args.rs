@@ -1,0 +1,191 @@
+//! The command line of the race benchmark.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use concord::strategies::StrategyName;
+
+/// Which incident the benchmark reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// Our controller removes its finalizer from every pod while a separate
+    /// client adds a foreign finalizer to the same pods at random moments.
+    Kueue,
+    /// Two paths of one process remove the same finalizer from every pod at
+    /// once, one of them also setting a `completed` label.
+    Argo,
+    /// Many writers, few objects: every writer keeps setting its own label.
+    Hotspot,
+}
+
+impl Scenario {
+    /// The command-line spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scenario::Kueue => "kueue",
+            Scenario::Argo => "argo",
+            Scenario::Hotspot => "hotspot",
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One way of sending the scenario's writes: a concord strategy, or one of
+/// the two baselines written with bare kube-rs calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum Contender {
+    /// concord's `lax` strategy.
+    Lax,
+    /// concord's `strict` strategy.
+    Strict,
+    /// concord's `update` strategy.
+    Update,
+    /// concord's `locked` strategy.
+    Locked,
+    /// concord's `apply` strategy.
+    Apply,
+    /// `strict`'s requests sent with bare kube-rs calls: a merge patch with
+    /// the observed resourceVersion, GET and retry on 409.
+    Raw,
+    /// Argo Workflows' original code: a JSON patch removing
+    /// `/metadata/finalizers/<i>`, `i` taken from the observed object, no
+    /// lock and no precondition.
+    JsonIndex,
+}
+
+impl Contender {
+    /// The concord strategy this contender runs, if it is one.
+    pub const fn strategy(self) -> Option<StrategyName> {
+        match self {
+            Contender::Lax => Some(StrategyName::Lax),
+            Contender::Strict => Some(StrategyName::Strict),
+            Contender::Update => Some(StrategyName::Update),
+            Contender::Locked => Some(StrategyName::Locked),
+            Contender::Apply => Some(StrategyName::Apply),
+            Contender::Raw | Contender::JsonIndex => None,
+        }
+    }
+
+    /// The name used on the command line, in tables and in `results.json`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Contender::Raw => "raw",
+            Contender::JsonIndex => "json-index",
+            other => match other.strategy() {
+                Some(name) => name.as_str(),
+                None => "?",
+            },
+        }
+    }
+
+    /// The contenders a scenario runs when `--strategies` is not given:
+    /// the five strategies and `raw`, plus `json-index` in `argo`.
+    pub fn defaults(scenario: Scenario) -> Vec<Contender> {
+        let mut all = vec![
+            Contender::Lax,
+            Contender::Strict,
+            Contender::Update,
+            Contender::Locked,
+            Contender::Apply,
+            Contender::Raw,
+        ];
+        if scenario == Scenario::Argo {
+            all.push(Contender::JsonIndex);
+        }
+        all
+    }
+}
+
+impl fmt::Display for Contender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Reproduce the Kueue and Argo write races at scale and compare every
+/// write strategy in one run.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "race-bench", version, about, long_about = None)]
+pub struct Args {
+    /// The incident to reproduce.
+    #[arg(long, value_enum, default_value_t = Scenario::Kueue)]
+    pub scenario: Scenario,
+    /// Pods to create per strategy (in `hotspot`: writes in all).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=200_000))]
+    pub pods: u32,
+    /// Concurrent writer tasks of our controller.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=512))]
+    pub writers: u32,
+    /// Comma-separated contenders [default: lax,strict,update,locked,apply,raw
+    /// (+json-index in argo)].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub strategies: Option<Vec<Contender>>,
+    /// Seed of every random choice (foreign-writer order and timing, which
+    /// pods carry a second finalizer).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Directory for `results.json` and `results.svg`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Cluster to run on [default: $KUBECONFIG, else the embedded control
+    /// plane].
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Contender whose writes/s the others are compared with.
+    #[arg(long, value_enum)]
+    pub baseline: Option<Contender>,
+    /// With `--baseline`: fail when a contender's writes/s is more than this
+    /// many percent below the baseline's.
+    #[arg(long, default_value_t = 5.0, requires = "baseline")]
+    pub max_regression: f64,
+}
+
+impl Args {
+    /// The contenders to run, in order, without duplicates.
+    pub fn contenders(&self) -> Vec<Contender> {
+        let wanted = self
+            .strategies
+            .clone()
+            .unwrap_or_else(|| Contender::defaults(self.scenario));
+        let mut unique = Vec::with_capacity(wanted.len());
+        for c in wanted {
+            if !unique.contains(&c) {
+                unique.push(c);
+            }
+        }
+        unique
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argo_runs_json_index_by_default() {
+        let args = Args::try_parse_from(["race-bench", "--scenario", "argo"]).unwrap();
+        assert_eq!(args.contenders().last(), Some(&Contender::JsonIndex));
+        assert_eq!(args.pods, 10_000);
+    }
+
+    #[test]
+    fn strategies_parse_as_a_comma_list() {
+        let args =
+            Args::try_parse_from(["race-bench", "--strategies", "lax,raw,json-index,lax"]).unwrap();
+        assert_eq!(
+            args.contenders(),
+            [Contender::Lax, Contender::Raw, Contender::JsonIndex]
+        );
+    }
+
+    #[test]
+    fn max_regression_needs_a_baseline() {
+        assert!(Args::try_parse_from(["race-bench", "--max-regression", "5"]).is_err());
+    }
+}

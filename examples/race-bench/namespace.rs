@@ -1,0 +1,77 @@
+//! A fresh namespace per contender, deleted again afterwards.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::core::ObjectMeta;
+
+use crate::race::scenarios::BENCH_LABEL;
+
+/// How long a namespace may take to become usable or to go away.
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Create a namespace for `contender` and wait for its default
+/// ServiceAccount, without which no pod can be created.
+///
+/// # Errors
+///
+/// When the namespace cannot be created or never becomes usable.
+pub(crate) async fn create(
+    client: &Client,
+    scenario: &str,
+    contender: &str,
+) -> anyhow::Result<String> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() % 0xfffff)
+        .unwrap_or(0);
+    let name = format!("race-{scenario}-{contender}-{nanos:x}");
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some([(BENCH_LABEL.to_owned(), "true".to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
+    let deadline = Instant::now() + TIMEOUT;
+    while Instant::now() < deadline {
+        if accounts.get_opt("default").await?.is_some() {
+            return Ok(name);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("namespace {name} has no default ServiceAccount after {TIMEOUT:?}")
+}
+
+/// Delete every pod of `name` (their finalizers must be gone), then the
+/// namespace, and wait until it is gone so the next contender runs on a
+/// quiet server.
+///
+/// # Errors
+///
+/// When a request fails or the namespace outlives [`TIMEOUT`].
+pub(crate) async fn delete(client: &Client, name: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), name);
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    pods.delete_collection(&now, &ListParams::default()).await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces.delete(name, &DeleteParams::default()).await?;
+    let deadline = Instant::now() + TIMEOUT;
+    while Instant::now() < deadline {
+        if namespaces.get_opt(name).await?.is_none() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    anyhow::bail!("namespace {name} still exists {TIMEOUT:?} after its deletion")
+}

@@ -1,0 +1,66 @@
+//! Request counters for the contenders that bypass concord's metrics.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use concord::strategies::{MetricsSnapshot, Verb};
+
+/// What the bare kube-rs contenders sent, counted like
+/// [`WriteMetrics`](concord::strategies::WriteMetrics) counts concord's.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    requests: [AtomicU64; 4],
+    conflicts: AtomicU64,
+    retries: AtomicU64,
+}
+
+/// Requests, conflicts and retries of one contender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Requests by verb (see [`Verb::index`]).
+    pub(crate) requests: [u64; 4],
+    pub(crate) conflicts: u64,
+    pub(crate) retries: u64,
+}
+
+impl Counts {
+    /// Requests in all.
+    pub(crate) fn total(&self) -> u64 {
+        self.requests.iter().sum()
+    }
+}
+
+impl From<&MetricsSnapshot> for Counts {
+    fn from(s: &MetricsSnapshot) -> Self {
+        Counts {
+            requests: s.requests,
+            conflicts: s.conflicts,
+            retries: s.retries,
+        }
+    }
+}
+
+impl Tally {
+    /// Count one request.
+    pub(crate) fn request(&self, verb: Verb) {
+        self.requests[verb.index()].fetch_add(1, Relaxed);
+    }
+
+    /// Count one `409 Conflict`.
+    pub(crate) fn conflict(&self) {
+        self.conflicts.fetch_add(1, Relaxed);
+    }
+
+    /// Count one attempt after the first.
+    pub(crate) fn retry(&self) {
+        self.retries.fetch_add(1, Relaxed);
+    }
+
+    /// The counts so far.
+    pub(crate) fn counts(&self) -> Counts {
+        Counts {
+            requests: std::array::from_fn(|i| self.requests[i].load(Relaxed)),
+            conflicts: self.conflicts.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+        }
+    }
+}
