@@ -110,11 +110,17 @@ async fn run(
             match session.apply(body, &manager).await? {
                 Answer::Stored(stored) => Some(*stored),
                 Answer::NotFound => None,
-                Answer::Conflict => {
-                    return Err(Error::Conflict {
-                        object: session.key.clone(),
-                    });
-                }
+                // A forced apply has no field conflicts: a 409 is the uid
+                // precondition failing, so tell a vanished or recreated
+                // object (the read checks the uid) from a plain conflict.
+                Answer::Conflict => match session.get().await? {
+                    None => None,
+                    Some(_) => {
+                        return Err(Error::Conflict {
+                            object: session.key.clone(),
+                        });
+                    }
+                },
                 Answer::Invalid(err) => session.invalid(err).await?,
             }
         };
