@@ -73,10 +73,10 @@ fn merge_patch(meta: &ObjectMeta, change: &Change) -> Option<Value> {
             md.insert("finalizers".into(), rest);
         }
     }
-    if let Some((key, value)) = &change.set_label {
-        if meta.labels.as_ref().and_then(|l| l.get(key)) != Some(value) {
-            md.insert("labels".into(), json!({ key: value }));
-        }
+    if let Some((key, value)) = &change.set_label
+        && meta.labels.as_ref().and_then(|l| l.get(key)) != Some(value)
+    {
+        md.insert("labels".into(), json!({ key: value }));
     }
     if md.is_empty() {
         return None;
