@@ -272,3 +272,64 @@ async fn crd_operator_needs_only_its_generated_rules() -> Result<()> {
     running.await??;
     Ok(())
 }
+
+/// The least obvious generated verb is needed: the first server-side apply
+/// of a child creates it, so without `create` on ConfigMaps the operator
+/// cannot make a single shard.
+#[tokio::test]
+async fn crd_operator_cannot_create_shards_without_the_generated_create_verb() -> Result<()> {
+    let env = TestEnv::shared()?;
+    env.install_crd(Widget::crd()).await?;
+    let ns = env.namespace().await?;
+    let args = ManagerArgs::new().with_config(widgets::CONFIG);
+    let config = load_config(&args, FeatureRegistry::new())?;
+    let mut rules = widgets::permissions(config.strategies()).rules();
+    for rule in &mut rules {
+        if rule.resources.iter().flatten().any(|r| r == "configmaps") {
+            rule.verbs.retain(|v| v != "create");
+        }
+    }
+    let mut manager = restricted_manager(
+        env,
+        &ns,
+        "crd-operator",
+        args,
+        FeatureRegistry::new(),
+        rules,
+    )
+    .await?;
+    let client = manager.client().clone();
+    manager.add_controller(
+        "widgets",
+        Api::namespaced(client, ns.name()),
+        WidgetReconciler,
+        |c| c,
+    );
+    let metrics = manager.metrics();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let widgets: Api<Widget> = Api::namespaced(ns.client(), ns.name());
+    let spec = widgets::WidgetSpec {
+        message: "hi".into(),
+        shards: 1,
+    };
+    widgets
+        .create(&PostParams::default(), &Widget::new("no-create", spec))
+        .await?;
+    let errors = "concord_reconcile_total{controller=\"widgets\",result=\"error\"}";
+    let start = Instant::now();
+    while metric(&metrics, errors) < 1.0 && start.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(metric(&metrics, errors) >= 1.0, "the reconcile fails");
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    assert!(
+        maps.get_opt("no-create-shard-0").await?.is_none(),
+        "no shard without `create`"
+    );
+
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
