@@ -1,7 +1,7 @@
-//! The controller's view of the pods: a reflector fed by a watch, as every
+//! The controller's view of the pods: a cache fed by a watch, as every
 //! kube-runtime controller keeps one.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -9,49 +9,71 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject};
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 
-/// A watch-fed cache of the pods of one namespace. The controller writes
-/// from what it finds here, never from a fresh GET, so a change another
-/// writer made a moment ago may not be in it yet: the window `lax` loses
-/// writes in.
+use crate::race::scenarios::index;
+
+/// A watch-fed cache of the benchmark pods of one namespace. The controller
+/// writes from what it finds here, never from a fresh GET, so a change
+/// another writer made a moment ago may not be in it yet: the window `lax`
+/// loses writes in.
 ///
-/// `managedFields` are dropped on the way in, as controller-runtime's
-/// default transform does, to keep 10,000 pods well inside the memory
-/// budget.
+/// # Caveats
+///
+/// Objects are kept as compact JSON (without `managedFields`, as
+/// controller-runtime's default transform drops them) and decoded on every
+/// read: a `DynamicObject` holds a pod in roughly 10 KiB of small maps,
+/// which at 10,000 pods alone would take most of the 128 MiB budget. Every
+/// contender pays the same decode.
 pub(crate) struct Cache {
-    store: Store<DynamicObject>,
-    resource: ApiResource,
+    slots: Arc<RwLock<Vec<Option<Arc<[u8]>>>>>,
     namespace: String,
     task: JoinHandle<()>,
 }
 
 impl Cache {
-    /// Start watching the pods of `namespace`.
-    pub(crate) fn start(client: Client, namespace: &str) -> Self {
+    /// Start watching the pods of `namespace`, numbered `0..objects`.
+    pub(crate) fn start(client: Client, namespace: &str, objects: usize) -> Self {
         let resource = ApiResource::erase::<Pod>(&());
         let api: Api<DynamicObject> = Api::namespaced_with(client, namespace, &resource);
-        let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
-        let store = writer.as_reader();
+        let slots = Arc::new(RwLock::new(vec![None; objects]));
+        let feed = slots.clone();
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
-            .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
-            .reflect(writer)
-            .for_each(|_| async {});
+            .for_each(move |event| {
+                match event {
+                    Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                        store(&feed, obj, true);
+                    }
+                    Ok(watcher::Event::Delete(obj)) => store(&feed, obj, false),
+                    Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+                    Err(err) => tracing::warn!(error = %err, "pod watch failed; retrying"),
+                }
+                futures::future::ready(())
+            });
         Cache {
-            store,
-            resource,
+            slots,
             namespace: namespace.to_owned(),
             task: tokio::spawn(stream),
         }
     }
 
-    /// The object called `name` as last observed.
-    pub(crate) fn get(&self, name: &str) -> Option<Arc<DynamicObject>> {
-        let key = ObjectRef::new_with(name, self.resource.clone()).within(&self.namespace);
-        self.store.get(&key)
+    /// Object number `object` as last observed.
+    pub(crate) fn get(&self, object: u32) -> Option<DynamicObject> {
+        let bytes = {
+            let slots = self.slots.read().ok()?;
+            slots.get(object as usize)?.clone()?
+        };
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Objects cached.
+    fn len(&self) -> usize {
+        self.slots
+            .read()
+            .map(|s| s.iter().filter(|o| o.is_some()).count())
+            .unwrap_or(0)
     }
 
     /// Wait until `count` objects are cached, at most `timeout`.
@@ -62,16 +84,37 @@ impl Cache {
     pub(crate) async fn wait_for(&self, count: usize, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            if self.store.len() >= count {
+            if self.len() >= count {
                 return Ok(());
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         anyhow::bail!(
             "the pod cache of {} holds {} of {count} pods after {timeout:?}",
             self.namespace,
-            self.store.len()
+            self.len()
         )
+    }
+}
+
+/// Keep `obj` (or forget it) in its slot.
+fn store(slots: &RwLock<Vec<Option<Arc<[u8]>>>>, mut obj: DynamicObject, present: bool) {
+    let Some(i) = obj.metadata.name.as_deref().and_then(index) else {
+        return;
+    };
+    obj.metadata.managed_fields = None;
+    let value = if present {
+        match serde_json::to_vec(&obj) {
+            Ok(bytes) => Some(Arc::from(bytes)),
+            Err(_) => return,
+        }
+    } else {
+        None
+    };
+    if let Ok(mut slots) = slots.write()
+        && let Some(slot) = slots.get_mut(i as usize)
+    {
+        *slot = value;
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::ProgressBar;
 
 use crate::race::cache::Cache;
-use crate::race::scenarios::{Item, Lanes, name};
+use crate::race::scenarios::{Item, Lanes};
 use crate::race::send::Sender;
 
 /// Times a failed write is requeued before the controller gives up on it.
@@ -113,14 +113,13 @@ async fn work(
 ) -> Run {
     let mut run = Run::default();
     while let Some(item) = queue.next(task) {
-        let name = name(item.object);
         let start = Instant::now();
         for requeue in 0..=MAX_REQUEUES {
             if requeue > 0 {
                 run.requeues += 1;
                 tokio::time::sleep(REQUEUE_BACKOFF * requeue).await;
             }
-            let Some(observed) = cache.get(&name) else {
+            let Some(observed) = cache.get(item.object) else {
                 run.errors += 1;
                 break;
             };

@@ -111,9 +111,9 @@ async fn run_one(
     let name = contender.as_str();
     let ns = namespace::create(&client, args.scenario.as_str(), name).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let cache = Arc::new(Cache::start(client.clone(), &ns));
-
     let objects = workload.specs.len();
+    let cache = Arc::new(Cache::start(client.clone(), &ns, objects));
+
     let bar = progress.bar(name, "create", objects as u64);
     setup::create(&pods, &workload.specs, &bar).await?;
     bar.finish_and_clear();

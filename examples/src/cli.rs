@@ -78,13 +78,14 @@ pub fn role_yaml(
 
 /// The client of the demo mode: `--kubeconfig`, `$KUBECONFIG`, else the
 /// embedded control plane (kept alive by the returned [`crate::Connection`]).
-/// `None` in `--serve` mode, where the manager connects by itself.
+/// `None` in `--serve` mode, where the manager connects by itself, and
+/// with `--explain`, where it prints the configuration without connecting.
 ///
 /// # Errors
 ///
 /// As [`crate::connect`].
 pub async fn demo_connection(args: &ExampleArgs) -> anyhow::Result<Option<crate::Connection>> {
-    if args.serve {
+    if args.serve || args.manager.wants_explain() {
         return Ok(None);
     }
     let connection = crate::connect(args.manager.kubeconfig.clone()).await?;
