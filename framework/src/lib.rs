@@ -10,6 +10,7 @@
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
+//! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
 //! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
 //!
 //! # Guarantees
