@@ -108,6 +108,7 @@ impl fmt::Display for Contender {
     }
 }
 
+// ANCHOR: args
 /// Reproduce the Kueue and Argo write races at scale and compare every
 /// write strategy in one run.
 #[derive(Clone, Debug, Parser)]
@@ -145,6 +146,7 @@ pub struct Args {
     #[arg(long, default_value_t = 5.0, requires = "baseline")]
     pub max_regression: f64,
 }
+// ANCHOR_END: args
 
 impl Args {
     /// The contenders to run, in order, without duplicates.

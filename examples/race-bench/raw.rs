@@ -57,6 +57,7 @@ pub(crate) async fn write(
     Err(Failure { retryable: true })
 }
 
+// ANCHOR: raw_patch
 /// The merge patch that makes `change` on an object whose metadata is
 /// `meta`, locked to that version; `None` if nothing needs changing.
 fn merge_patch(meta: &ObjectMeta, change: &Change) -> Option<Value> {
@@ -87,6 +88,7 @@ fn merge_patch(meta: &ObjectMeta, change: &Change) -> Option<Value> {
     }
     Some(json!({ "metadata": md }))
 }
+// ANCHOR_END: raw_patch
 
 #[cfg(test)]
 mod tests {

@@ -134,6 +134,7 @@ impl Sender {
     }
 }
 
+// ANCHOR: mutation
 /// `change` as concord intents.
 fn mutation(change: &Change) -> Mutation {
     let mut m = Mutation::new();
@@ -145,3 +146,4 @@ fn mutation(change: &Change) -> Mutation {
     }
     m
 }
+// ANCHOR_END: mutation
