@@ -21,6 +21,7 @@
 //! every write is sent.
 
 mod args;
+mod client;
 mod context;
 mod controller;
 mod error;
@@ -36,6 +37,8 @@ mod writes;
 
 #[doc(inline)]
 pub use args::ManagerArgs;
+#[doc(inline)]
+pub use client::{ClientCounters, throttle_aware_client};
 #[doc(inline)]
 pub use context::{Context, owner_reference};
 #[doc(inline)]

@@ -20,7 +20,9 @@ use crate::controller::{Backoff, Pending, Shared, pending};
 use crate::http::{Endpoints, bind, parse_bind, serve};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
 use crate::writes::WriteRegistry;
-use crate::{Context, Error, ManagerArgs, Metrics, Object, Reconciler};
+use crate::{
+    ClientCounters, Context, Error, ManagerArgs, Metrics, Object, Reconciler, throttle_aware_client,
+};
 
 /// Builds a [`Manager`]: flags, the author's feature gates, optionally a
 /// client of the caller's making.
@@ -30,6 +32,7 @@ pub struct ManagerBuilder {
     args: ManagerArgs,
     registry: FeatureRegistry,
     client: Option<Client>,
+    kube_config: Option<kube::Config>,
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
@@ -60,8 +63,22 @@ impl ManagerBuilder {
 
     /// Uses this client instead of `--kubeconfig`, `$KUBECONFIG` or the
     /// in-cluster configuration.
+    ///
+    /// # Caveats
+    ///
+    /// A client of your making retries `429` answers inside kube, where the
+    /// manager cannot count them; prefer [`with_kube_config`](Self::with_kube_config).
     pub fn with_client(mut self, client: Client) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// Connects with this configuration instead of `--kubeconfig`,
+    /// `$KUBECONFIG` or the in-cluster configuration, through a
+    /// [`throttle_aware_client`](crate::throttle_aware_client) whose
+    /// retried 429/503/504 answers show in the metrics.
+    pub fn with_kube_config(mut self, config: kube::Config) -> Self {
+        self.kube_config = Some(config);
         self
     }
 
@@ -124,16 +141,22 @@ impl ManagerBuilder {
             "--health-probe-bind-address",
             &self.args.health_probe_bind_address,
         )?;
-        let client = match self.client {
-            Some(client) => client,
-            None => connect(self.args.kubeconfig.as_deref()).await?,
+        let counters = Arc::new(ClientCounters::default());
+        let client = match (self.client, self.kube_config) {
+            (Some(client), _) => client,
+            (None, Some(kube_config)) => throttle_aware_client(kube_config, counters.clone())
+                .map_err(|e| Error::Client {
+                    source_name: "the given configuration".into(),
+                    source: Box::new(e),
+                })?,
+            (None, None) => connect(self.args.kubeconfig.as_deref(), counters.clone()).await?,
         };
         let writes = Arc::new(WriteRegistry::new(
             client.clone(),
             config.strategies().clone(),
             self.name.clone(),
         ));
-        let metrics = Arc::new(Metrics::new(writes.clone()));
+        let metrics = Arc::new(Metrics::new(writes.clone(), counters));
         let metrics_listener = match metrics_at {
             Some(at) => Some(bind(at, "metrics").await?),
             None => None,
@@ -239,6 +262,7 @@ impl Manager {
             args: ManagerArgs::new(),
             registry: FeatureRegistry::new(),
             client: None,
+            kube_config: None,
             leader: LeaderElectionConfig::default(),
             signals: true,
             grace: Duration::from_secs(30),
@@ -434,12 +458,15 @@ fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
     }
 }
 
-async fn connect(kubeconfig: Option<&std::path::Path>) -> Result<Client, Error> {
+async fn connect(
+    kubeconfig: Option<&std::path::Path>,
+    counters: Arc<ClientCounters>,
+) -> Result<Client, Error> {
     let fail = |name: String, e: Box<dyn std::error::Error + Send + Sync>| Error::Client {
         source_name: name,
         source: e,
     };
-    match kubeconfig {
+    let (name, config) = match kubeconfig {
         Some(path) => {
             let name = path.display().to_string();
             let kubeconfig =
@@ -448,12 +475,17 @@ async fn connect(kubeconfig: Option<&std::path::Path>) -> Result<Client, Error> 
                 kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                     .await
                     .map_err(|e| fail(name.clone(), Box::new(e)))?;
-            Client::try_from(config).map_err(|e| fail(name, Box::new(e)))
+            (name, config)
         }
-        None => Client::try_default()
-            .await
-            .map_err(|e| fail("the environment".into(), Box::new(e))),
-    }
+        None => {
+            let name = "the environment".to_owned();
+            let config = kube::Config::infer()
+                .await
+                .map_err(|e| fail(name.clone(), Box::new(e)))?;
+            (name, config)
+        }
+    };
+    throttle_aware_client(config, counters).map_err(|e| fail(name, Box::new(e)))
 }
 
 /// `hostname_<unique suffix>`, as controller-runtime does, so that several

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use concord_strategies::{LATENCY_BUCKETS, Verb};
 
+use crate::ClientCounters;
 use crate::writes::WriteRegistry;
 
 /// Counters of one controller's reconciles.
@@ -22,14 +23,16 @@ pub struct Metrics {
     writes: Arc<WriteRegistry>,
     reconciles: Mutex<BTreeMap<String, Arc<ReconcileCounters>>>,
     leader: AtomicU64,
+    client: Arc<ClientCounters>,
 }
 
 impl Metrics {
-    pub(crate) fn new(writes: Arc<WriteRegistry>) -> Self {
+    pub(crate) fn new(writes: Arc<WriteRegistry>, client: Arc<ClientCounters>) -> Self {
         Metrics {
             writes,
             reconciles: Mutex::new(BTreeMap::new()),
             leader: AtomicU64::new(0),
+            client,
         }
     }
 
@@ -39,6 +42,12 @@ impl Metrics {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         map.entry(name.to_owned()).or_default().clone()
+    }
+
+    /// The counters of the manager's own client (429/503/504 answers that
+    /// kube's client retried).
+    pub fn client(&self) -> Arc<ClientCounters> {
+        self.client.clone()
     }
 
     pub(crate) fn set_leader(&self, leader: bool) {
@@ -55,6 +64,18 @@ impl Metrics {
         let mut out = String::with_capacity(4096);
         self.render_reconciles(&mut out);
         self.render_writes(&mut out);
+        header(
+            &mut out,
+            "concord_client_retried_responses_total",
+            "counter",
+            "Answers the client retried by itself, honouring Retry-After (429 throttling, 503, 504).",
+        );
+        for (code, n) in self.client.by_code() {
+            let _ = writeln!(
+                out,
+                "concord_client_retried_responses_total{{code=\"{code}\"}} {n}"
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP concord_leader Whether this replica holds the leader-election lease (1 without leader election)."

@@ -98,7 +98,10 @@ fn build(source: &Path, target: &Path) -> Result<(), Error> {
         .env("GOTOOLCHAIN", "local")
         .env("GOFLAGS", "-mod=mod -buildvcs=false")
         .output()
-        .map_err(|e| Error::BuildFailed { dir: source.into(), message: format!("cannot run `go`: {e}") })?;
+        .map_err(|e| Error::BuildFailed {
+            dir: source.into(),
+            message: format!("cannot run `go`: {e}"),
+        })?;
     if !output.status.success() {
         return Err(Error::BuildFailed {
             dir: source.into(),
@@ -112,7 +115,8 @@ fn build(source: &Path, target: &Path) -> Result<(), Error> {
 /// FNV-1a over the module's build inputs: stable across Rust releases, unlike
 /// `DefaultHasher`.
 fn source_hash(dir: &Path) -> Result<u64, Error> {
-    let entries = fs::read_dir(dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+    let entries =
+        fs::read_dir(dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| {
@@ -123,8 +127,12 @@ fn source_hash(dir: &Path) -> Result<u64, Error> {
     files.sort();
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for file in files {
-        let bytes = fs::read(&file).map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
-        let name = file.file_name().map(|n| n.as_encoded_bytes().to_vec()).unwrap_or_default();
+        let bytes =
+            fs::read(&file).map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
+        let name = file
+            .file_name()
+            .map(|n| n.as_encoded_bytes().to_vec())
+            .unwrap_or_default();
         for byte in name.iter().chain(&bytes) {
             hash ^= u64::from(*byte);
             hash = hash.wrapping_mul(0x0100_0000_01b3);

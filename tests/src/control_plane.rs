@@ -125,7 +125,10 @@ impl ControlPlane {
         let binary = ControlPlaneBinary::ensure()?;
         let mut command = Command::new(binary.path());
         command.arg("--exit-on-stdin-eof");
-        command.arg(format!("--ready-timeout={}s", options.ready_timeout.as_secs()));
+        command.arg(format!(
+            "--ready-timeout={}s",
+            options.ready_timeout.as_secs()
+        ));
         if let Some(dir) = &options.data_dir {
             command.arg(format!("--data-dir={}", dir.display()));
         }
@@ -138,21 +141,34 @@ impl ControlPlane {
                 command.arg(format!("--{flag}={port}"));
             }
         }
-        command.arg(format!("--controller-manager={}", options.controller_manager));
+        command.arg(format!(
+            "--controller-manager={}",
+            options.controller_manager
+        ));
         if !options.apiserver_args.is_empty() {
             command.arg("--").args(&options.apiserver_args);
         }
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
         let mut child = command
             .spawn()
             .map_err(|e| Error::io(format!("starting {}", binary.path().display()), e))?;
         let stdin = child.stdin.take();
         let ready = match child.stdout.take() {
             Some(stdout) => wait_for_ready(stdout, options.ready_timeout + Duration::from_secs(10)),
-            None => Err(Error::StartFailed { message: "no stdout pipe".into() }),
+            None => Err(Error::StartFailed {
+                message: "no stdout pipe".into(),
+            }),
         };
         match ready {
-            Ok(ready) => Ok(ControlPlane { child, stdin, options, ready }),
+            Ok(ready) => Ok(ControlPlane {
+                child,
+                stdin,
+                options,
+                ready,
+            }),
             Err(err) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -239,7 +255,10 @@ fn wait_for_ready(stdout: std::process::ChildStdout, timeout: Duration) -> Resul
     match rx.recv_timeout(timeout) {
         Ok(event) if event.event == "ready" => Ok(event),
         Ok(event) => Err(Error::StartFailed {
-            message: format!("{}\n--- control plane log (tail) ---\n{}", event.error, event.log_tail),
+            message: format!(
+                "{}\n--- control plane log (tail) ---\n{}",
+                event.error, event.log_tail
+            ),
         }),
         Err(mpsc::RecvTimeoutError::Timeout) => Err(Error::Timeout {
             what: "the control plane to report ready".into(),

@@ -53,12 +53,20 @@ impl TestEnv {
         if let Some(path) = std::env::var_os(KUBECONFIG_ENV) {
             let kubeconfig = PathBuf::from(path);
             let config = load_config(&kubeconfig)?;
-            return Ok(TestEnv { config, kubeconfig, _control_plane: None });
+            return Ok(TestEnv {
+                config,
+                kubeconfig,
+                _control_plane: None,
+            });
         }
         let control_plane = ControlPlane::start(ControlPlaneOptions::default())?;
         let kubeconfig = control_plane.kubeconfig_path().to_path_buf();
         let config = load_config(&kubeconfig)?;
-        Ok(TestEnv { config, kubeconfig, _control_plane: Some(control_plane) })
+        Ok(TestEnv {
+            config,
+            kubeconfig,
+            _control_plane: Some(control_plane),
+        })
     }
 
     /// A new admin client. Call it inside the tokio runtime that will use it
@@ -100,76 +108,137 @@ impl TestEnv {
         let client = self.client()?;
         let crds: Api<CustomResourceDefinition> = Api::all(client);
         let name = crd.metadata.name.clone().unwrap_or_default();
-        crds.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&crd))
-            .await
-            .map_err(|e| Error::api(format!("applying CRD {name}"), e))?;
-        poll(&format!("CRD {name} to be established"), Duration::from_secs(60), || async {
-            let crd = crds.get(&name).await.map_err(|e| Error::api(format!("reading CRD {name}"), e))?;
-            let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
-            Ok(conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-        })
+        crds.patch(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .map_err(|e| Error::api(format!("applying CRD {name}"), e))?;
+        poll(
+            &format!("CRD {name} to be established"),
+            Duration::from_secs(60),
+            || async {
+                let crd = crds
+                    .get(&name)
+                    .await
+                    .map_err(|e| Error::api(format!("reading CRD {name}"), e))?;
+                let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+                Ok(conditions
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True"))
+            },
+        )
         .await
     }
 
     /// A client for a new ServiceAccount in `namespace` that holds exactly
     /// `rules` through a Role, for least-privilege tests.
     ///
-    /// The token comes from the TokenRequest API and is valid for an hour.
-    ///
     /// # Errors
     ///
     /// [`Error::Api`] when any of the objects cannot be created.
-    pub async fn restricted_client(&self, namespace: &str, rules: Vec<PolicyRule>) -> Result<Client, Error> {
-        let admin = self.client()?;
-        let name = format!("restricted-{}", crate::namespace::suffix());
-        let meta = ObjectMeta { name: Some(name.clone()), namespace: Some(namespace.into()), ..Default::default() };
-        let pp = PostParams::default();
-        let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
-        accounts
-            .create(&pp, &ServiceAccount { metadata: meta.clone(), ..Default::default() })
-            .await
-            .map_err(|e| Error::api(format!("creating ServiceAccount {namespace}/{name}"), e))?;
-        Api::<Role>::namespaced(admin.clone(), namespace)
-            .create(&pp, &Role { metadata: meta.clone(), rules: Some(rules) })
-            .await
-            .map_err(|e| Error::api(format!("creating Role {namespace}/{name}"), e))?;
-        let binding = RoleBinding {
-            metadata: meta,
-            role_ref: RoleRef {
-                api_group: Some("rbac.authorization.k8s.io".into()),
-                kind: "Role".into(),
-                name: name.clone(),
-            },
-            subjects: Some(vec![Subject {
-                kind: "ServiceAccount".into(),
-                name: name.clone(),
-                namespace: Some(namespace.into()),
-                ..Default::default()
-            }]),
-        };
-        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-            .create(&pp, &binding)
-            .await
-            .map_err(|e| Error::api(format!("creating RoleBinding {namespace}/{name}"), e))?;
-        let request = TokenRequest {
-            spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..Default::default() }),
-            ..Default::default()
-        };
-        let token = accounts
-            .create_token_request(&name, &pp, &request)
-            .await
-            .map_err(|e| Error::api(format!("requesting a token for {namespace}/{name}"), e))?
-            .status
-            .and_then(|s| s.token)
-            .unwrap_or_default();
-        let mut config = self.config.clone();
-        config.auth_info = kube::config::AuthInfo { token: Some(token.into()), ..Default::default() };
+    pub async fn restricted_client(
+        &self,
+        namespace: &str,
+        rules: Vec<PolicyRule>,
+    ) -> Result<Client, Error> {
+        let config = restricted_config(&self.client()?, &self.config, namespace, rules).await?;
         Client::try_from(config).map_err(|e| Error::api("building a restricted client", e))
     }
 }
 
+/// A client configuration for a new ServiceAccount in `namespace` that holds
+/// exactly `rules` through a Role, created with `admin` on the cluster that
+/// `base` points at. The token comes from the TokenRequest API and is valid
+/// for an hour.
+///
+/// Useful on a [`ControlPlane`] of a test's own, where [`TestEnv`] is not in
+/// play; note that `system:masters` (the admin) is exempt from API server
+/// throttling, so throttling tests must write as such an identity.
+///
+/// # Errors
+///
+/// [`Error::Api`] when any of the objects cannot be created.
+pub async fn restricted_config(
+    admin: &Client,
+    base: &Config,
+    namespace: &str,
+    rules: Vec<PolicyRule>,
+) -> Result<Config, Error> {
+    let name = format!("restricted-{}", crate::namespace::suffix());
+    let meta = ObjectMeta {
+        name: Some(name.clone()),
+        namespace: Some(namespace.into()),
+        ..Default::default()
+    };
+    let pp = PostParams::default();
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
+    accounts
+        .create(
+            &pp,
+            &ServiceAccount {
+                metadata: meta.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| Error::api(format!("creating ServiceAccount {namespace}/{name}"), e))?;
+    Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(
+            &pp,
+            &Role {
+                metadata: meta.clone(),
+                rules: Some(rules),
+            },
+        )
+        .await
+        .map_err(|e| Error::api(format!("creating Role {namespace}/{name}"), e))?;
+    let binding = RoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: name.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: name.clone(),
+            namespace: Some(namespace.into()),
+            ..Default::default()
+        }]),
+    };
+    Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+        .create(&pp, &binding)
+        .await
+        .map_err(|e| Error::api(format!("creating RoleBinding {namespace}/{name}"), e))?;
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let token = accounts
+        .create_token_request(&name, &pp, &request)
+        .await
+        .map_err(|e| Error::api(format!("requesting a token for {namespace}/{name}"), e))?
+        .status
+        .and_then(|s| s.token)
+        .unwrap_or_default();
+    let mut config = base.clone();
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(token.into()),
+        ..Default::default()
+    };
+    Ok(config)
+}
+
 fn load_config(path: &Path) -> Result<Config, Error> {
-    let unusable = |message: String| Error::Kubeconfig { path: path.into(), message };
+    let unusable = |message: String| Error::Kubeconfig {
+        path: path.into(),
+        message,
+    };
     let kubeconfig = Kubeconfig::read_from(path).map_err(|e| unusable(e.to_string()))?;
     // Building a Config is async in kube; run it on a private runtime in its
     // own thread so this works from inside and outside a tokio runtime alike.
@@ -181,7 +250,10 @@ fn load_config(path: &Path) -> Result<Config, Error> {
                     .build()
                     .map_err(|e| unusable(e.to_string()))?;
                 runtime
-                    .block_on(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()))
+                    .block_on(Config::from_custom_kubeconfig(
+                        kubeconfig,
+                        &KubeConfigOptions::default(),
+                    ))
                     .map_err(|e| unusable(e.to_string()))
             })
             .join()
@@ -201,7 +273,10 @@ where
             return Ok(());
         }
         if start.elapsed() > limit {
-            return Err(Error::Timeout { what: what.into(), seconds: limit.as_secs() });
+            return Err(Error::Timeout {
+                what: what.into(),
+                seconds: limit.as_secs(),
+            });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -59,10 +59,16 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     pub(crate) fn api(context: impl Into<String>, source: kube::Error) -> Self {
-        Error::Api { context: context.into(), source }
+        Error::Api {
+            context: context.into(),
+            source,
+        }
     }
 }

@@ -44,7 +44,7 @@ pub use binary::ControlPlaneBinary;
 #[doc(inline)]
 pub use control_plane::{ControlPlane, ControlPlaneOptions};
 #[doc(inline)]
-pub use env::{KUBECONFIG_ENV, TestEnv};
+pub use env::{KUBECONFIG_ENV, TestEnv, restricted_config};
 #[doc(inline)]
 pub use error::Error;
 #[doc(inline)]

@@ -2,12 +2,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::Client;
 use kube::api::{Api, PostParams};
 use kube::core::ObjectMeta;
-use kube::Client;
 
-use crate::env::poll;
 use crate::Error;
+use crate::env::poll;
 
 /// A namespace of its own for one test, with an admin client.
 ///
@@ -24,7 +24,9 @@ pub struct TestNamespace {
 
 impl std::fmt::Debug for TestNamespace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestNamespace").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("TestNamespace")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -45,12 +47,19 @@ impl TestNamespace {
             .await
             .map_err(|e| Error::api(format!("creating namespace {name}"), e))?;
         let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
-        poll(&format!("the default ServiceAccount of {name}"), Duration::from_secs(60), || async {
-            match accounts.get_opt("default").await {
-                Ok(found) => Ok(found.is_some()),
-                Err(e) => Err(Error::api(format!("reading ServiceAccount {name}/default"), e)),
-            }
-        })
+        poll(
+            &format!("the default ServiceAccount of {name}"),
+            Duration::from_secs(60),
+            || async {
+                match accounts.get_opt("default").await {
+                    Ok(found) => Ok(found.is_some()),
+                    Err(e) => Err(Error::api(
+                        format!("reading ServiceAccount {name}/default"),
+                        e,
+                    )),
+                }
+            },
+        )
         .await?;
         Ok(TestNamespace { name, client })
     }
@@ -70,7 +79,10 @@ impl TestNamespace {
 /// across processes.
 pub(crate) fn suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{:x}{:x}{n}", std::process::id() % 0xfff, nanos % 0xfffff)
 }

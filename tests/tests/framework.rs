@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::{Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer};
+use concord::{
+    Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
+};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -26,7 +28,10 @@ fn config_map(name: &str) -> ConfigMap {
 }
 
 fn yaml(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("concord-framework-{}-{name}.yaml", std::process::id()));
+    let path = std::env::temp_dir().join(format!(
+        "concord-framework-{}-{name}.yaml",
+        std::process::id()
+    ));
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -68,11 +73,16 @@ struct Labeller {
 impl Reconciler<ConfigMap> for Labeller {
     type Error = concord::FinalizerError<WriteError>;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &Context<ConfigMap>) -> Result<Action, Self::Error> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
         finalizer(ctx, FINALIZER, cm, |event| async move {
             match event {
                 Lifecycle::Apply(cm) => {
-                    ctx.set_label(&cm, "framework.concord.dev/seen", "true").await?;
+                    ctx.set_label(&cm, "framework.concord.dev/seen", "true")
+                        .await?;
                     self.reconciled.fetch_add(1, Relaxed);
                 }
                 Lifecycle::Cleanup(_) => {
@@ -88,11 +98,19 @@ impl Reconciler<ConfigMap> for Labeller {
 
 fn labeller() -> (Labeller, Arc<AtomicU64>, Arc<AtomicU64>) {
     let (reconciled, cleaned_up) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    (Labeller { reconciled: reconciled.clone(), cleaned_up: cleaned_up.clone() }, reconciled, cleaned_up)
+    (
+        Labeller {
+            reconciled: reconciled.clone(),
+            cleaned_up: cleaned_up.clone(),
+        },
+        reconciled,
+        cleaned_up,
+    )
 }
 
 fn seen_with_finalizer(cm: &ConfigMap) -> bool {
-    cm.labels().get("framework.concord.dev/seen").is_some() && cm.finalizers().iter().any(|f| f == FINALIZER)
+    cm.labels().get("framework.concord.dev/seen").is_some()
+        && cm.finalizers().iter().any(|f| f == FINALIZER)
 }
 
 #[tokio::test]
@@ -107,18 +125,29 @@ async fn controller_reconciles_objects_end_to_end() -> Result<()> {
     let running = tokio::spawn(manager.run());
 
     for i in 0..5 {
-        maps.create(&PostParams::default(), &config_map(&format!("cm-{i}"))).await?;
+        maps.create(&PostParams::default(), &config_map(&format!("cm-{i}")))
+            .await?;
     }
     let all_done = eventually(Duration::from_secs(30), || async {
         let list = maps.list(&ListParams::default()).await.unwrap().items;
-        list.len() >= 5 && list.iter().filter(|c| c.name_any().starts_with("cm-")).all(seen_with_finalizer)
+        list.len() >= 5
+            && list
+                .iter()
+                .filter(|c| c.name_any().starts_with("cm-"))
+                .all(seen_with_finalizer)
     })
     .await;
     assert!(all_done, "every ConfigMap gets the finalizer and the label");
 
     maps.delete("cm-0", &DeleteParams::default()).await?;
-    let gone = eventually(Duration::from_secs(30), || async { maps.get_opt("cm-0").await.unwrap().is_none() }).await;
-    assert!(gone, "the finalizer is removed after cleanup and the object disappears");
+    let gone = eventually(Duration::from_secs(30), || async {
+        maps.get_opt("cm-0").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        gone,
+        "the finalizer is removed after cleanup and the object disappears"
+    );
     assert_eq!(cleaned_up.load(Relaxed), 1);
 
     stop.shutdown();
@@ -139,7 +168,8 @@ async fn metrics_after_run(config: PathBuf) -> Result<String> {
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     for i in 0..3 {
-        maps.create(&PostParams::default(), &config_map(&format!("cm-{i}"))).await?;
+        maps.create(&PostParams::default(), &config_map(&format!("cm-{i}")))
+            .await?;
     }
     let done = eventually(Duration::from_secs(30), || async {
         let list = maps.list(&ListParams::default()).await.unwrap().items;
@@ -153,8 +183,13 @@ async fn metrics_after_run(config: PathBuf) -> Result<String> {
 }
 
 fn requests(metrics: &str, strategy: &str, verb: &str) -> u64 {
-    let needle = format!("concord_write_requests_total{{resource=\"configmaps\",strategy=\"{strategy}\",verb=\"{verb}\"}} ");
-    metrics.lines().find_map(|l| l.strip_prefix(&needle)).map_or(0, |n| n.parse().unwrap())
+    let needle = format!(
+        "concord_write_requests_total{{resource=\"configmaps\",strategy=\"{strategy}\",verb=\"{verb}\"}} "
+    );
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&needle))
+        .map_or(0, |n| n.parse().unwrap())
 }
 
 /// `apply` cannot serve arbitrary closures (`other`), so it is named per
@@ -174,9 +209,15 @@ async fn the_same_reconciler_writes_through_the_strategy_the_yaml_names() -> Res
     let update = metrics_after_run(yaml("update", "strategies:\n  default: update\n")).await?;
     let apply = metrics_after_run(yaml("apply", APPLY_CONFIG)).await?;
 
-    assert!(requests(&update, "update", "update") >= 6, "update sends PUTs:\n{update}");
+    assert!(
+        requests(&update, "update", "update") >= 6,
+        "update sends PUTs:\n{update}"
+    );
     assert_eq!(requests(&update, "apply", "apply"), 0);
-    assert!(requests(&apply, "apply", "apply") >= 6, "apply sends server-side applies:\n{apply}");
+    assert!(
+        requests(&apply, "apply", "apply") >= 6,
+        "apply sends server-side applies:\n{apply}"
+    );
     assert_eq!(requests(&apply, "update", "update"), 0);
     Ok(())
 }
@@ -202,22 +243,42 @@ async fn one_leader_reconciles_and_a_standby_takes_over() -> Result<()> {
     let standby_run = tokio::spawn(standby.run());
 
     for i in 0..4 {
-        maps.create(&PostParams::default(), &config_map(&format!("before-{i}"))).await?;
+        maps.create(&PostParams::default(), &config_map(&format!("before-{i}")))
+            .await?;
     }
-    assert!(eventually(Duration::from_secs(30), || async { first_count.load(Relaxed) >= 4 }).await);
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            first_count.load(Relaxed) >= 4
+        })
+        .await
+    );
     tokio::time::sleep(Duration::from_secs(3)).await; // more than a retry period
-    assert_eq!(second_count.load(Relaxed), 0, "the standby must not reconcile while the leader runs");
+    assert_eq!(
+        second_count.load(Relaxed),
+        0,
+        "the standby must not reconcile while the leader runs"
+    );
 
     stop_leader.shutdown();
     leader_run.await??;
     let stopped = Instant::now();
-    maps.create(&PostParams::default(), &config_map("after")).await?;
+    maps.create(&PostParams::default(), &config_map("after"))
+        .await?;
     let took_over = eventually(Duration::from_secs(15), || async {
-        maps.get("after").await.map(|cm| seen_with_finalizer(&cm)).unwrap_or(false)
+        maps.get("after")
+            .await
+            .map(|cm| seen_with_finalizer(&cm))
+            .unwrap_or(false)
     })
     .await;
-    assert!(took_over, "the standby takes over within the lease duration");
-    println!("standby took over {:?} after the leader stopped", stopped.elapsed());
+    assert!(
+        took_over,
+        "the standby takes over within the lease duration"
+    );
+    println!(
+        "standby took over {:?} after the leader stopped",
+        stopped.elapsed()
+    );
     assert!(second_count.load(Relaxed) >= 1);
 
     stop_standby.shutdown();
@@ -235,7 +296,11 @@ struct TwoStep {
 impl Reconciler<ConfigMap> for TwoStep {
     type Error = WriteError;
 
-    async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &Context<ConfigMap>) -> Result<Action, Self::Error> {
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
         if cm.labels().contains_key("step") {
             return Ok(Action::await_change());
         }
@@ -254,25 +319,45 @@ async fn shutdown_during_reconciles_leaves_no_half_applied_write() -> Result<()>
     let ns = env.namespace().await?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     for i in 0..40 {
-        maps.create(&PostParams::default(), &config_map(&format!("cm-{i}"))).await?;
+        maps.create(&PostParams::default(), &config_map(&format!("cm-{i}")))
+            .await?;
     }
     let started = Arc::new(AtomicU64::new(0));
     let mut manager = manager(env.client()?, ManagerArgs::new()).await;
-    manager.add_controller("two-step", maps.clone(), TwoStep { started: started.clone() }, |c| {
-        c.with_config(kube::runtime::controller::Config::default().concurrency(4))
-    });
+    manager.add_controller(
+        "two-step",
+        maps.clone(),
+        TwoStep {
+            started: started.clone(),
+        },
+        |c| c.with_config(kube::runtime::controller::Config::default().concurrency(4)),
+    );
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
-    assert!(eventually(Duration::from_secs(30), || async { started.load(Relaxed) >= 6 }).await);
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            started.load(Relaxed) >= 6
+        })
+        .await
+    );
     stop.shutdown();
     running.await??;
 
     let list = maps.list(&ListParams::default()).await?.items;
-    let steps: Vec<Option<String>> = list.iter().map(|c| c.labels().get("step").cloned()).collect();
+    let steps: Vec<Option<String>> = list
+        .iter()
+        .map(|c| c.labels().get("step").cloned())
+        .collect();
     let finished = steps.iter().filter(|s| s.as_deref() == Some("2")).count();
     let half = steps.iter().filter(|s| s.as_deref() == Some("1")).count();
-    println!("{finished} reconciled, {} untouched, {half} half-applied", steps.len() - finished - half);
+    println!(
+        "{finished} reconciled, {} untouched, {half} half-applied",
+        steps.len() - finished - half
+    );
     assert_eq!(half, 0, "no reconcile may be cut between its two writes");
-    assert!(finished >= 6 && finished < 40, "shutdown came in the middle of the work ({finished} of 40 done)");
+    assert!(
+        finished >= 6 && finished < 40,
+        "shutdown came in the middle of the work ({finished} of 40 done)"
+    );
     Ok(())
 }

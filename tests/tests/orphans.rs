@@ -13,7 +13,12 @@ use std::time::{Duration, Instant};
 /// Whether `pid` names a live process (a zombie counts as gone).
 fn alive(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }
@@ -26,7 +31,9 @@ fn control_plane_exits_when_its_parent_is_killed() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(parent.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(parent.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let ready: serde_json::Value = serde_json::from_str(&line).expect("a ready line");
     let pid = ready["pid"].as_u64().unwrap();
     let data_dir = PathBuf::from(ready["dataDir"].as_str().unwrap());

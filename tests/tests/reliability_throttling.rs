@@ -21,10 +21,9 @@ use anyhow::{Context, ensure};
 use concord_strategies::{
     ConflictPolicy, Intent, RetryPolicy, StrategyName, WriteMetrics, Writer, strategy_for,
 };
-use concord_testenv::{ControlPlane, ControlPlaneOptions};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use concord_testenv::{ControlPlane, ControlPlaneOptions, restricted_config};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::rbac::v1::PolicyRule;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ObjectMeta;
@@ -66,7 +65,13 @@ async fn throttled_writes_all_complete_and_the_metrics_count_the_429s() -> anyho
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     // The admin is in `system:masters`, which the in-flight limiter never
     // throttles (measured: 0 429s); writers run as a ServiceAccount.
-    let mut writer_config = service_account_config(&client, &config, ns).await?;
+    let rule = PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["configmaps".into()]),
+        verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+        ..Default::default()
+    };
+    let mut writer_config = restricted_config(&client, &config, ns, vec![rule]).await?;
     // kube's client retries 429s itself by default (honouring Retry-After),
     // which hides them from concord's metrics; turned off here so the
     // strategies' own transient retries and counters are what is tested.
@@ -204,80 +209,4 @@ async fn throttled_writes_all_complete_and_the_metrics_count_the_429s() -> anyho
     );
     tokio::task::spawn_blocking(move || drop(control_plane)).await?;
     Ok(())
-}
-
-/// A client configuration for a ServiceAccount in `ns` allowed to read and
-/// write ConfigMaps there.
-async fn service_account_config(
-    admin: &Client,
-    config: &Config,
-    ns: &str,
-) -> anyhow::Result<Config> {
-    let meta = ObjectMeta {
-        name: Some("writer".into()),
-        namespace: Some(ns.into()),
-        ..Default::default()
-    };
-    let pp = PostParams::default();
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
-    accounts
-        .create(
-            &pp,
-            &ServiceAccount {
-                metadata: meta.clone(),
-                ..Default::default()
-            },
-        )
-        .await?;
-    let rule = PolicyRule {
-        api_groups: Some(vec![String::new()]),
-        resources: Some(vec!["configmaps".into()]),
-        verbs: ["get", "patch", "update"].map(String::from).to_vec(),
-        ..Default::default()
-    };
-    Api::<Role>::namespaced(admin.clone(), ns)
-        .create(
-            &pp,
-            &Role {
-                metadata: meta.clone(),
-                rules: Some(vec![rule]),
-            },
-        )
-        .await?;
-    let binding = RoleBinding {
-        metadata: meta,
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            kind: "Role".into(),
-            name: "writer".into(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".into(),
-            name: "writer".into(),
-            namespace: Some(ns.into()),
-            ..Default::default()
-        }]),
-    };
-    Api::<RoleBinding>::namespaced(admin.clone(), ns)
-        .create(&pp, &binding)
-        .await?;
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let token = accounts
-        .create_token_request("writer", &pp, &request)
-        .await?
-        .status
-        .and_then(|s| s.token)
-        .context("token request has no token")?;
-    let mut config = config.clone();
-    config.auth_info = kube::config::AuthInfo {
-        token: Some(token.into()),
-        ..Default::default()
-    };
-    Ok(config)
 }
