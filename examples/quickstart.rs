@@ -80,7 +80,10 @@ async fn main() -> anyhow::Result<()> {
     }
     if cli.manager.wants_explain() {
         // Prints the gates and the strategy table with their reasons, then exits.
-        Manager::builder("quickstart").with_args(cli.manager).build().await?;
+        Manager::builder("quickstart")
+            .with_args(cli.manager)
+            .build()
+            .await?;
         return Ok(());
     }
     // ANCHOR: main
