@@ -27,10 +27,13 @@ use crate::race::scenarios::index;
 /// which at 10,000 pods alone would take most of the 128 MiB budget. Every
 /// contender pays the same decode.
 pub(crate) struct Cache {
-    slots: Arc<RwLock<Vec<Option<Arc<[u8]>>>>>,
+    slots: Arc<Slots>,
     namespace: String,
     task: JoinHandle<()>,
 }
+
+/// One slot per object number: its JSON as last observed, if any.
+type Slots = RwLock<Vec<Option<Arc<[u8]>>>>;
 
 impl Cache {
     /// Start watching the pods of `namespace`, numbered `0..objects`.
@@ -98,7 +101,7 @@ impl Cache {
 }
 
 /// Keep `obj` (or forget it) in its slot.
-fn store(slots: &RwLock<Vec<Option<Arc<[u8]>>>>, mut obj: DynamicObject, present: bool) {
+fn store(slots: &Slots, mut obj: DynamicObject, present: bool) {
     let Some(i) = obj.metadata.name.as_deref().and_then(index) else {
         return;
     };
