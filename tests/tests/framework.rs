@@ -356,7 +356,7 @@ async fn shutdown_during_reconciles_leaves_no_half_applied_write() -> Result<()>
     );
     assert_eq!(half, 0, "no reconcile may be cut between its two writes");
     assert!(
-        finished >= 6 && finished < 40,
+        (6..40).contains(&finished),
         "shutdown came in the middle of the work ({finished} of 40 done)"
     );
     Ok(())
