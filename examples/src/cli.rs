@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use concord::featuregates::{Config, ConfigLoader, register_framework_gates};
+use concord::featuregates::Config;
 use concord::{FeatureRegistry, ManagerArgs, Permissions};
 use kube::Client;
 
@@ -51,16 +51,8 @@ impl ExampleArgs {
 /// # Errors
 ///
 /// Every configuration problem, as the manager would report them.
-pub fn load_config(args: &ManagerArgs, mut registry: FeatureRegistry) -> anyhow::Result<Config> {
-    register_framework_gates(&mut registry)?;
-    let mut loader = ConfigLoader::new().with_env();
-    if let Some(path) = &args.config {
-        loader = loader.with_file(path);
-    }
-    if !args.feature_gates.trim().is_empty() {
-        loader = loader.with_feature_gates(args.feature_gates.clone());
-    }
-    Ok(loader.load(registry)?)
+pub fn load_config(args: &ManagerArgs, registry: FeatureRegistry) -> anyhow::Result<Config> {
+    Ok(args.load_config(registry)?)
 }
 
 /// `permissions` as a Role manifest named `name` in `namespace`.

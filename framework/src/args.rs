@@ -1,5 +1,9 @@
 use std::path::PathBuf;
 
+use concord_featuregates::{Config, ConfigLoader, FeatureRegistry, register_framework_gates};
+
+use crate::Error;
+
 /// The command-line flags every concord operator accepts, following
 /// controller-runtime's habits. Flatten it into your own `clap` parser:
 ///
@@ -61,6 +65,32 @@ impl ManagerArgs {
     /// print the configuration and exit, so there is no need to connect first.
     pub fn wants_explain(&self) -> bool {
         self.explain || self.explain_yaml
+    }
+
+    /// Loads the configuration these flags name — defaults, the `--config`
+    /// YAML file, environment variables, then `--feature-gates` — with
+    /// concord's own gates registered beside the author's in `registry`, and
+    /// resolves the strategy table. [`ManagerBuilder::build`](crate::ManagerBuilder::build)
+    /// does this first; call it directly to inspect the result without
+    /// connecting (for example to derive RBAC rules).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MissingConfigFile`], [`Error::RegisterGates`], or
+    /// [`Error::Config`] listing every problem with its source.
+    pub fn load_config(&self, mut registry: FeatureRegistry) -> Result<Config, Error> {
+        register_framework_gates(&mut registry).map_err(Error::RegisterGates)?;
+        let mut loader = ConfigLoader::new().with_env();
+        if let Some(path) = &self.config {
+            if !path.is_file() {
+                return Err(Error::MissingConfigFile(path.clone()));
+            }
+            loader = loader.with_file(path);
+        }
+        if !self.feature_gates.trim().is_empty() {
+            loader = loader.with_feature_gates(self.feature_gates.clone());
+        }
+        Ok(loader.load(registry)?)
     }
 
     /// Sets `--config`.

@@ -4,9 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use concord_featuregates::{
-    Config, ConfigLoader, FeatureGates, FeatureRegistry, StrategyName, register_framework_gates,
-};
+use concord_featuregates::{Config, FeatureGates, FeatureRegistry, StrategyName};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
@@ -112,19 +110,8 @@ impl ManagerBuilder {
     ///
     /// [`Error::Config`] listing every configuration problem with its
     /// source, [`Error::Client`], [`Error::BadAddress`] or [`Error::Bind`].
-    pub async fn build(mut self) -> Result<Manager, Error> {
-        register_framework_gates(&mut self.registry).map_err(Error::RegisterGates)?;
-        let mut loader = ConfigLoader::new().with_env();
-        if let Some(path) = &self.args.config {
-            if !path.is_file() {
-                return Err(Error::MissingConfigFile(path.clone()));
-            }
-            loader = loader.with_file(path);
-        }
-        if !self.args.feature_gates.trim().is_empty() {
-            loader = loader.with_feature_gates(self.args.feature_gates.clone());
-        }
-        let config = loader.load(self.registry)?;
+    pub async fn build(self) -> Result<Manager, Error> {
+        let config = self.args.load_config(self.registry)?;
         if self.args.wants_explain() {
             let explanation = config.explain();
             if self.args.explain_yaml {
