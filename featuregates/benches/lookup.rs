@@ -1,7 +1,7 @@
 //! The cost of the hot-path questions: is a gate on, and which strategy
 //! does this (resource, operation) get.
 //!
-//! Run: `cargo bench -p concord-featuregates --bench lookup -- --quick`
+//! Run: `cargo bench -p kube-concord-featuregates --bench lookup -- --quick`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 

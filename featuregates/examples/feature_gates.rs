@@ -3,7 +3,7 @@
 //! effective configuration with its reasons.
 //!
 //! Needs nothing but this repository. Run:
-//! `cargo run -p concord-featuregates --example feature_gates -- RemoveFinalizersWithStrictPatch=false`
+//! `cargo run -p kube-concord-featuregates --example feature_gates -- RemoveFinalizersWithStrictPatch=false`
 
 #![allow(clippy::print_stdout)]
 

@@ -8,7 +8,7 @@
 //! finalizer, e.g. `kubectl run web --image=busybox -- sleep 1d` followed by
 //! `kubectl patch pod web -p '{"metadata":{"finalizers":["example.com/cleanup"]}}'`.
 //!
-//! Run: `cargo run -p concord-strategies --example remove_finalizer -- strict default web`
+//! Run: `cargo run -p kube-concord-strategies --example remove_finalizer -- strict default web`
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! runs the very reconcilers and demo of `cargo run --example <name>`.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test examples
+//! cargo test -p concord-tests --test examples
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

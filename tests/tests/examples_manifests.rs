@@ -4,7 +4,7 @@
 //! configuration say today.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test examples_manifests
+//! cargo test -p concord-tests --test examples_manifests
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -5,7 +5,7 @@
 //! at once with a 403 that is not retried.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test examples_rbac
+//! cargo test -p concord-tests --test examples_rbac
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

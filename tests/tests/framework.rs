@@ -2,7 +2,7 @@
 //! by YAML alone, leader election and graceful shutdown.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test framework
+//! cargo test -p concord-tests --test framework
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -3,7 +3,7 @@
 //! started finish, so no object is left half-written.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test framework_shutdown
+//! cargo test -p concord-tests --test framework_shutdown
 //! ```
 //!
 //! The SIGTERM test signals this very test process; the manager under test

@@ -4,7 +4,7 @@
 //! metrics show throttling that would otherwise be invisible.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test framework_throttling -- --nocapture
+//! cargo test -p concord-tests --test framework_throttling -- --nocapture
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -7,7 +7,7 @@
 //! calls lands every one of the 800 writes. A write that failed never shows
 //! up on the object and a write that succeeded is never lost.
 //!
-//! Run with `cargo test -p concord-testenv --test reliability_conflicts -- --nocapture`
+//! Run with `cargo test -p concord-tests --test reliability_conflicts -- --nocapture`
 //! to see the figures.
 
 use std::collections::BTreeSet;

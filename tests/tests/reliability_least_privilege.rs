@@ -2,7 +2,7 @@
 //! its writes, and a write outside it fails at once with a typed
 //! `Rejected` (403) after exactly one request — never retried.
 //!
-//! Run with `cargo test -p concord-testenv --test reliability_least_privilege`.
+//! Run with `cargo test -p concord-tests --test reliability_least_privilege`.
 
 use std::sync::Arc;
 

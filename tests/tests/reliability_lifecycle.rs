@@ -10,7 +10,7 @@
 //! [`BeforeWrite`] hook, and for `strict` and `update` also between a
 //! conflict's re-read and the retry.
 //!
-//! Run with `cargo test -p concord-testenv --test reliability_lifecycle`.
+//! Run with `cargo test -p concord-tests --test reliability_lifecycle`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -17,7 +17,7 @@
 //! written when this test was, and it treats a failed setup or foreign write
 //! as a fatal error; the writes are driven here directly with [`Writer`]s.
 //!
-//! Run with `cargo test -p concord-testenv --test reliability_restart -- --nocapture`.
+//! Run with `cargo test -p concord-tests --test reliability_restart -- --nocapture`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! Smoke tests of the real control plane: the API behaves like a cluster's.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test smoke
+//! cargo test -p concord-tests --test smoke
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

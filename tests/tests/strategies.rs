@@ -5,7 +5,7 @@
 //! [`BeforeWrite`] hook or by handing the strategy a stale observed object,
 //! which is what a controller reading from its cache does.
 //!
-//! Run with `cargo test -p concord-testenv --test strategies -- --nocapture`
+//! Run with `cargo test -p concord-tests --test strategies -- --nocapture`
 //! to see the stress-test figures.
 
 use std::sync::Arc;

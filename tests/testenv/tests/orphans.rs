@@ -1,7 +1,7 @@
 //! The control plane never outlives the process that started it.
 //!
 //! ```text
-//! cargo test -p concord-testenv --test orphans
+//! cargo test -p kube-concord-testenv --test orphans
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -2,7 +2,7 @@
 //! with kubectl or pointing an operator at it.
 //!
 //! ```text
-//! cargo run -p concord-testenv --bin concord-controlplane
+//! cargo run -p kube-concord-testenv --bin concord-controlplane
 //! export KUBECONFIG=<the printed path>
 //! ```
 //!

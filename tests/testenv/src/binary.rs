@@ -4,7 +4,7 @@ use std::process::Command;
 
 use crate::Error;
 
-/// The Go module under `tests/controlplane`, compiled into this crate's
+/// The Go module under `tests/testenv/controlplane`, compiled into this crate's
 /// search path at build time.
 const SOURCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/controlplane");
 
