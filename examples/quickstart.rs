@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use concord::{
-    Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
+    Action, Built, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
 };
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::ResourceExt;
@@ -80,10 +80,13 @@ async fn main() -> anyhow::Result<()> {
     }
     if cli.manager.wants_explain() {
         // Prints the gates and the strategy table with their reasons, then exits.
-        Manager::builder("quickstart")
+        let built = Manager::builder("quickstart")
             .with_args(cli.manager)
-            .build()
+            .build_or_explain()
             .await?;
+        if let Built::Explained(text) = built {
+            print!("{text}");
+        }
         return Ok(());
     }
     // ANCHOR: main

@@ -22,7 +22,7 @@
 //! ```
 
 use clap::Parser;
-use concord::{FeatureRegistry, Manager};
+use concord::{Built, FeatureRegistry, Manager};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use k8s_openapi::api::core::v1::Pod;
@@ -61,7 +61,13 @@ async fn main() -> anyhow::Result<()> {
     if let Some(client) = client_of(&connection) {
         builder = builder.with_client(client);
     }
-    let mut manager = builder.build().await?;
+    let mut manager = match builder.build_or_explain().await? {
+        Built::Manager(manager) => manager,
+        Built::Explained(text) => {
+            print!("{text}");
+            return Ok(());
+        }
+    };
     let pods: Api<Pod> = Api::namespaced(manager.client().clone(), &namespace);
     // Two controllers, two event paths, racing on the same Pods.
     manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);

@@ -20,7 +20,7 @@
 //! ```
 
 use clap::Parser;
-use concord::{FeatureRegistry, Manager};
+use concord::{Built, FeatureRegistry, Manager};
 use concord_examples::widgets::{self, Widget, WidgetReconciler};
 use concord_examples::widgets_demo::{demo, install_crd};
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
@@ -65,7 +65,13 @@ async fn main() -> anyhow::Result<()> {
     if let Some(client) = client_of(&connection) {
         builder = builder.with_client(client);
     }
-    let mut manager = builder.build().await?;
+    let mut manager = match builder.build_or_explain().await? {
+        Built::Manager(manager) => manager,
+        Built::Explained(text) => {
+            print!("{text}");
+            return Ok(());
+        }
+    };
     let client = manager.client().clone();
     let widgets: Api<Widget> = Api::namespaced(client.clone(), &namespace);
     let shards: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);

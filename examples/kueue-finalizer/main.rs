@@ -21,7 +21,7 @@
 //! ```
 
 use clap::Parser;
-use concord::{Manager, Operation};
+use concord::{Built, Manager, Operation};
 use concord_examples::kueue::{self, PodFinalizer};
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use k8s_openapi::api::core::v1::Pod;
@@ -64,7 +64,13 @@ async fn main() -> anyhow::Result<()> {
     if let Some(client) = client_of(&connection) {
         builder = builder.with_client(client);
     }
-    let mut manager = builder.build().await?;
+    let mut manager = match builder.build_or_explain().await? {
+        Built::Manager(manager) => manager,
+        Built::Explained(text) => {
+            print!("{text}");
+            return Ok(());
+        }
+    };
     let pods: Api<Pod> = Api::namespaced(manager.client().clone(), &namespace);
     manager.add_controller("pods", pods, PodFinalizer, |controller| controller);
     // ANCHOR_END: main

@@ -61,8 +61,10 @@ impl ManagerArgs {
         }
     }
 
-    /// Whether `--explain` or `--explain-yaml` was given: the manager will
-    /// print the configuration and exit, so there is no need to connect first.
+    /// Whether `--explain` or `--explain-yaml` was given:
+    /// [`ManagerBuilder::build_or_explain`](crate::ManagerBuilder::build_or_explain)
+    /// will return the configuration to print instead of a manager, so there
+    /// is no need to connect first.
     pub fn wants_explain(&self) -> bool {
         self.explain || self.explain_yaml
     }

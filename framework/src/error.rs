@@ -50,4 +50,11 @@ pub enum Error {
     /// A configuration file named on the command line does not exist.
     #[error("config file {0} does not exist")]
     MissingConfigFile(PathBuf),
+    /// `--explain` was given to [`ManagerBuilder::build`](crate::ManagerBuilder::build),
+    /// which cannot print; [`ManagerBuilder::build_or_explain`](crate::ManagerBuilder::build_or_explain)
+    /// returns the explanation for the binary to print.
+    #[error(
+        "--explain was given: build the manager with `build_or_explain` and print the explanation it returns"
+    )]
+    ExplainRequested,
 }

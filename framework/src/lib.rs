@@ -48,7 +48,7 @@ pub use finalizer::{FinalizerError, Lifecycle, finalizer};
 #[doc(inline)]
 pub use leader::LeaderElectionConfig;
 #[doc(inline)]
-pub use manager::{Manager, ManagerBuilder, ShutdownHandle};
+pub use manager::{Built, Manager, ManagerBuilder, ShutdownHandle};
 #[doc(inline)]
 pub use metrics::Metrics;
 #[doc(inline)]

@@ -1,0 +1,256 @@
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use concord_featuregates::{Config, FeatureRegistry, StrategyName};
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+use tokio::sync::watch;
+
+use super::Manager;
+use super::connection::connect;
+use crate::http::{bind, parse_bind};
+use crate::leader::LeaderElectionConfig;
+use crate::writes::WriteRegistry;
+use crate::{ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client};
+
+/// Builds a [`Manager`]: flags, the author's feature gates, optionally a
+/// client of the caller's making.
+#[must_use]
+pub struct ManagerBuilder {
+    name: String,
+    args: ManagerArgs,
+    registry: FeatureRegistry,
+    client: Option<Client>,
+    kube_config: Option<kube::Config>,
+    leader: LeaderElectionConfig,
+    signals: bool,
+    grace: Duration,
+}
+
+impl Debug for ManagerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerBuilder")
+            .field("name", &self.name)
+            .field("args", &self.args)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagerBuilder {
+    /// Uses these flags (usually parsed with clap) instead of the defaults.
+    pub fn with_args(mut self, args: ManagerArgs) -> Self {
+        self.args = args;
+        self
+    }
+
+    /// Uses this registry, holding the author's own gates; concord's gates
+    /// are added to it by [`build`](Self::build).
+    pub fn with_registry(mut self, registry: FeatureRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Uses this client instead of `--kubeconfig`, `$KUBECONFIG` or the
+    /// in-cluster configuration.
+    ///
+    /// # Caveats
+    ///
+    /// A client of your making retries `429` answers inside kube, where the
+    /// manager cannot count them; prefer [`with_kube_config`](Self::with_kube_config).
+    pub fn with_client(mut self, client: Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Connects with this configuration instead of `--kubeconfig`,
+    /// `$KUBECONFIG` or the in-cluster configuration, through a
+    /// [`throttle_aware_client`](crate::throttle_aware_client) whose
+    /// retried 429/503/504 answers show in the metrics.
+    pub fn with_kube_config(mut self, config: kube::Config) -> Self {
+        self.kube_config = Some(config);
+        self
+    }
+
+    /// Leader-election timings (defaults: 15 s lease, 10 s renew deadline, 2 s retry).
+    pub fn with_leader_election_config(mut self, config: LeaderElectionConfig) -> Self {
+        self.leader = config;
+        self
+    }
+
+    /// Whether [`Manager::run`] stops on SIGTERM and SIGINT (default: yes).
+    pub fn with_signal_handling(mut self, on: bool) -> Self {
+        self.signals = on;
+        self
+    }
+
+    /// How long shutdown waits for in-flight reconciles before abandoning
+    /// them (default 30 s).
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Loads the configuration, resolves the strategy table, connects, and
+    /// binds the metrics and health endpoints; or, with `--explain` (or
+    /// `--explain-yaml`), returns the effective gates and strategy table with
+    /// their reasons for the binary to print, as Kubernetes components do
+    /// with `--version`. No cluster is needed to explain.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), concord::Error> {
+    /// use concord::{Built, Manager};
+    /// let manager = match Manager::builder("demo").build_or_explain().await? {
+    ///     Built::Manager(manager) => manager,
+    ///     Built::Explained(text) => {
+    ///         print!("{text}");
+    ///         return Ok(());
+    ///     }
+    /// };
+    /// # let _ = manager;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub async fn build_or_explain(self) -> Result<Built, Error> {
+        if self.args.wants_explain() {
+            let config = self.args.load_config(self.registry)?;
+            let explanation = config.explain();
+            let text = if self.args.explain_yaml {
+                explanation.to_yaml()
+            } else {
+                explanation.to_string()
+            };
+            return Ok(Built::Explained(text));
+        }
+        self.build().await.map(|m| Built::Manager(Box::new(m)))
+    }
+
+    /// Loads the configuration, resolves the strategy table, connects, and
+    /// binds the metrics and health endpoints.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] listing every configuration problem with its
+    /// source, [`Error::Client`], [`Error::BadAddress`] or [`Error::Bind`];
+    /// [`Error::ExplainRequested`] when `--explain` was given, which only
+    /// [`build_or_explain`](Self::build_or_explain) answers.
+    pub async fn build(self) -> Result<Manager, Error> {
+        if self.args.wants_explain() {
+            return Err(Error::ExplainRequested);
+        }
+        let config = self.args.load_config(self.registry)?;
+        warn_if_unsafe_for_replicas(&config, self.args.leader_elect);
+
+        let metrics_at = parse_bind("--metrics-bind-address", &self.args.metrics_bind_address)?;
+        let health_at = parse_bind(
+            "--health-probe-bind-address",
+            &self.args.health_probe_bind_address,
+        )?;
+        let counters = Arc::new(ClientCounters::default());
+        let client = match (self.client, self.kube_config) {
+            (Some(client), _) => client,
+            (None, Some(kube_config)) => throttle_aware_client(kube_config, counters.clone())
+                .map_err(|e| Error::Client {
+                    source_name: "the given configuration".into(),
+                    source: Box::new(e),
+                })?,
+            (None, None) => connect(self.args.kubeconfig.as_deref(), counters.clone()).await?,
+        };
+        let writes = Arc::new(WriteRegistry::new(
+            client.clone(),
+            config.strategies().clone(),
+            self.name.clone(),
+        ));
+        let metrics = Arc::new(Metrics::new(writes.clone(), counters));
+        let metrics_listener = match metrics_at {
+            Some(at) => Some(bind(at, "metrics").await?),
+            None => None,
+        };
+        let health_listener = match health_at {
+            Some(at) => Some(bind(at, "health probes").await?),
+            None => None,
+        };
+        let (shutdown, _) = watch::channel(false);
+        Ok(Manager {
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: self.name.clone(),
+                    instance: None,
+                },
+            ),
+            name: self.name,
+            args: self.args,
+            client,
+            config,
+            writes,
+            metrics,
+            metrics_listener,
+            health_listener,
+            controllers: Vec::new(),
+            shutdown: Arc::new(shutdown),
+            ready: Arc::new(AtomicBool::new(false)),
+            leader: self.leader,
+            signals: self.signals,
+            grace: self.grace,
+        })
+    }
+}
+
+/// What [`ManagerBuilder::build_or_explain`] produced.
+#[derive(Debug)]
+#[must_use]
+pub enum Built {
+    /// A manager, ready for controllers and [`Manager::run`].
+    Manager(Box<Manager>),
+    /// `--explain` or `--explain-yaml` was given: the binary prints this
+    /// text and exits successfully; nothing was connected or bound.
+    Explained(String),
+}
+
+impl Manager {
+    /// Starts building a manager; `name` is the field manager of its writes
+    /// and the reporting controller of its events.
+    pub fn builder(name: impl Into<String>) -> ManagerBuilder {
+        ManagerBuilder {
+            name: name.into(),
+            args: ManagerArgs::new(),
+            registry: FeatureRegistry::new(),
+            client: None,
+            kube_config: None,
+            leader: LeaderElectionConfig::default(),
+            signals: true,
+            grace: Duration::from_secs(30),
+        }
+    }
+}
+
+fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
+    if leader_elect {
+        return;
+    }
+    let table = config.strategies();
+    for row in table
+        .rows()
+        .iter()
+        .chain(std::iter::once(table.default_row()))
+    {
+        let strategies = row.strategies();
+        for operation in concord_featuregates::Operation::ALL {
+            if strategies.strategy(operation) == StrategyName::Locked {
+                tracing::warn!(
+                    resource = row.resource().unwrap_or("(default)"),
+                    %operation,
+                    "the `locked` strategy only orders writes inside one process: run a single replica \
+                     with --leader-elect, or choose `strict`, `update` or `apply`"
+                );
+                return;
+            }
+        }
+    }
+}

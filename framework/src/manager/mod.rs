@@ -1,0 +1,162 @@
+//! The [`Manager`]: its builder (`builder.rs`), how it connects
+//! (`connection.rs`) and its run loop (`run.rs`).
+
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use concord_featuregates::{Config, FeatureGates};
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::controller::Controller;
+use kube::runtime::events::Recorder;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::controller::{Backoff, Pending, Shared, pending};
+use crate::leader::LeaderElectionConfig;
+use crate::writes::WriteRegistry;
+use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
+
+mod builder;
+mod connection;
+mod run;
+
+pub use builder::{Built, ManagerBuilder};
+
+/// Runs an operator's controllers: configuration, client, strategy table,
+/// metrics and health endpoints, leader election and graceful shutdown.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use concord::{Action, Context, Manager, Reconciler};
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # struct Labeller;
+/// # #[concord::async_trait]
+/// # impl Reconciler<ConfigMap> for Labeller {
+/// #     type Error = concord::WriteError;
+/// #     async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: &Context<ConfigMap>) -> Result<Action, Self::Error> {
+/// #         Ok(Action::await_change())
+/// #     }
+/// # }
+/// # async fn demo() -> Result<(), concord::Error> {
+/// let mut manager = Manager::builder("labeller").build().await?;
+/// let api = kube::Api::<ConfigMap>::all(manager.client().clone());
+/// manager.add_controller("configmaps", api, Labeller, |c| c);
+/// manager.run().await
+/// # }
+/// ```
+pub struct Manager {
+    name: String,
+    args: ManagerArgs,
+    client: Client,
+    config: Config,
+    writes: Arc<WriteRegistry>,
+    metrics: Arc<Metrics>,
+    recorder: Recorder,
+    metrics_listener: Option<TcpListener>,
+    health_listener: Option<TcpListener>,
+    controllers: Vec<Pending>,
+    shutdown: Arc<watch::Sender<bool>>,
+    ready: Arc<AtomicBool>,
+    leader: LeaderElectionConfig,
+    signals: bool,
+    grace: Duration,
+}
+
+impl Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field("name", &self.name)
+            .field("controllers", &self.controllers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Asks a running [`Manager`] to shut down gracefully, as SIGTERM does.
+#[derive(Clone, Debug)]
+pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+
+impl ShutdownHandle {
+    /// Stops the manager: no new reconciles start, in-flight ones finish
+    /// (within the grace period), the leader lease is released.
+    pub fn shutdown(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+impl Manager {
+    /// The client every controller uses.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The frozen feature gates.
+    pub fn gates(&self) -> &FeatureGates {
+        self.config.gates()
+    }
+
+    /// The loaded configuration: gates, strategy table, warnings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The metrics the `/metrics` endpoint serves.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// Where `/metrics` listens, if enabled.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
+    /// Where `/healthz` and `/readyz` listen, if enabled.
+    pub fn health_address(&self) -> Option<SocketAddr> {
+        self.health_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
+    /// A handle that stops [`run`](Self::run) gracefully.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle(self.shutdown.clone())
+    }
+
+    /// A context for `K` outside any controller (for setup code and tests).
+    pub fn context<K>(&self) -> Context<K>
+    where
+        K: Object,
+    {
+        Context::new(
+            self.client.clone(),
+            self.config.gates().clone(),
+            self.writes.clone(),
+            self.recorder.clone(),
+        )
+    }
+
+    /// Adds a controller for `K` listing and watching through `api`.
+    /// `customize` gets the kube-runtime [`Controller`] to add owned and
+    /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
+    /// limit (`.with_config(..)`).
+    pub fn add_controller<K, R, F>(&mut self, name: &str, api: Api<K>, reconciler: R, customize: F)
+    where
+        K: Object,
+        R: Reconciler<K>,
+        F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
+    {
+        let shared = Arc::new(Shared {
+            reconciler,
+            context: self.context::<K>(),
+            counters: self.metrics.controller(name),
+            backoff: Backoff::default(),
+            name: name.to_owned(),
+        });
+        self.controllers.push(pending(api, shared, customize));
+    }
+}
