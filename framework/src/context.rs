@@ -135,7 +135,7 @@ where
     /// resolved from the same strategy table.
     pub fn writer_for<C>(&self) -> ResourceWriter<C>
     where
-        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
         self.registry.writer::<C>(&())
     }
@@ -149,7 +149,7 @@ where
     /// The API error when the apply is refused.
     pub async fn apply_owned<C>(&self, owner: &K, mut child: C) -> Result<C, kube::Error>
     where
-        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
         if let Some(reference) = owner_reference(owner) {
             child

@@ -38,7 +38,7 @@ impl<K> Debug for ResourceWriter<K> {
 
 impl<K> ResourceWriter<K>
 where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,
 {
     /// Sends `mutation` of `observed` through the strategy configured for
     /// this resource and the mutation's operation.
@@ -91,7 +91,7 @@ impl WriteRegistry {
 
     pub(crate) fn writer<K>(&self, dyntype: &K::DynamicType) -> ResourceWriter<K>
     where
-        K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+        K: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
         let resource = ApiResource::erase::<K>(dyntype);
         let key = resource_key(&resource);

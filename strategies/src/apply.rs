@@ -1,12 +1,12 @@
 use async_trait::async_trait;
 use concord_featuregates::{ConflictPolicy, RetryPolicy, StrategyName};
-use kube::api::Patch;
-use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use crate::field_manager::manager_for;
+use crate::request::{Body, Request, guarded_removal};
 use crate::session::{Answer, Session};
-use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
+use crate::write_loop::OnConflict;
+use crate::{Error, Intent, Mutation, Observed, Target, WriteStrategy, Written};
 
 /// `apply`: server-side apply with a field manager per intent, so each
 /// owner's finalizer, label or annotation is an entry of its own.
@@ -30,7 +30,13 @@ use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
 ///
 /// Arbitrary closures are refused ([`Error::UnsupportedMutation`]); the
 /// configuration layer rejects that combination at load time through
-/// [`StrategyName::serves`]. A status fragment is owned by a manager named
+/// [`StrategyName::serves`]. So is a `null` (a deletion) in a
+/// [`Intent::MergeStatus`] fragment, which an apply configuration cannot
+/// carry: refused before anything is sent, never silently dropped.
+/// A mutation of several intents sends one apply per intent (each is owned
+/// by its own field manager), in order; a rejection part-way leaves the
+/// earlier intents written. The guarded fallback is reported in
+/// [`Outcome::fell_back`](crate::Outcome) and the `fell_back` metric. A status fragment is owned by a manager named
 /// after the fields it sets: a later fragment setting the same fields but
 /// omitting a nested one releases that nested field.
 /// Conditions are applied as one list entry, which replaces the list on
@@ -69,13 +75,18 @@ impl WriteStrategy for Apply {
         StrategyName::Apply
     }
 
-    async fn write(
+    fn verbs(&self) -> &'static [&'static str] {
+        &["get", "patch"]
+    }
+
+    async fn write_json(
         &self,
         target: &Target,
-        observed: &DynamicObject,
+        observed: Observed,
         mutation: &Mutation,
-    ) -> Result<Written<DynamicObject>, Error> {
-        let mut session = Session::start(StrategyName::Apply, target, observed, mutation)?;
+    ) -> Result<Written<Value>, Error> {
+        let observed = observed.into_json();
+        let mut session = Session::start(StrategyName::Apply, target, &observed, mutation)?;
         let result = run(&mut session, &self.retry, observed, mutation).await;
         session.finish(result)
     }
@@ -84,31 +95,40 @@ impl WriteStrategy for Apply {
 async fn run(
     session: &mut Session<'_>,
     retry: &RetryPolicy,
-    observed: &DynamicObject,
+    observed: Value,
     mutation: &Mutation,
-) -> Result<Option<DynamicObject>, Error> {
+) -> Result<Option<Value>, Error> {
+    let unsupported = |what| Error::UnsupportedMutation {
+        strategy: StrategyName::Apply,
+        what,
+        object: session.key.clone(),
+    };
     if !mutation.is_declarative() {
-        return Err(Error::UnsupportedMutation {
-            strategy: StrategyName::Apply,
-            what: "an arbitrary closure",
-            object: session.key.clone(),
-        });
+        return Err(unsupported("an arbitrary closure"));
     }
-    let mut current = observed.clone();
+    if mutation
+        .intents()
+        .iter()
+        .any(|i| matches!(i, Intent::MergeStatus(fragment) if has_null(fragment)))
+    {
+        return Err(unsupported(
+            "a status deletion (`null` in a MergeStatus fragment)",
+        ));
+    }
+    let mut current = observed;
     for intent in mutation.intents() {
-        let json = session.to_json(&current)?;
-        let mut next = json.clone();
+        let mut next = current.clone();
         intent.apply_to(&mut next).map_err(|e| session.convert(e))?;
-        if next == json {
+        if next == current {
             continue;
         }
         let manager = manager_for(&session.target.field_manager, intent);
         let stored = if is_removal(intent) {
             remove(session, retry, intent, &manager, current).await?
         } else {
-            let body = config(session, &current, Some((intent, &next)));
-            match session.apply(body, &manager).await? {
-                Answer::Stored(stored) => Some(*stored),
+            let config = config(session, &current, Some((intent, &next)));
+            match session.send(&Body::Apply { config, manager }).await? {
+                Answer::Stored(stored) => Some(stored),
                 Answer::NotFound => None,
                 // A forced apply has no field conflicts: a 409 is the uid
                 // precondition failing, so tell a vanished or recreated
@@ -129,8 +149,15 @@ async fn run(
             None => return session.gone().map(|()| None),
         }
     }
-    session.outcome.unchanged = session.outcome.total_requests() == 0;
     Ok(Some(current))
+}
+
+fn has_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(map) => map.values().any(has_null),
+        _ => false,
+    }
 }
 
 fn is_removal(intent: &Intent) -> bool {
@@ -141,18 +168,20 @@ fn is_removal(intent: &Intent) -> bool {
 }
 
 /// Release `intent`'s entry via SSA if we own it, else (or if it survives)
-/// remove it with a guarded JSON patch. `None` if the object is gone.
+/// remove it with a guarded JSON patch through the write loop. `None` if
+/// the object is gone.
 async fn remove(
     session: &mut Session<'_>,
     retry: &RetryPolicy,
     intent: &Intent,
     manager: &str,
-    mut current: DynamicObject,
-) -> Result<Option<DynamicObject>, Error> {
+    mut current: Value,
+) -> Result<Option<Value>, Error> {
     if applies_as(&current, manager) {
-        let body = config(session, &current, None);
-        match session.apply(body, manager).await? {
-            Answer::Stored(stored) => current = *stored,
+        let config = config(session, &current, None);
+        let manager = manager.to_owned();
+        match session.send(&Body::Apply { config, manager }).await? {
+            Answer::Stored(stored) => current = stored,
             Answer::NotFound => return Ok(None),
             Answer::Conflict => {
                 return Err(Error::Conflict {
@@ -165,70 +194,36 @@ async fn remove(
             },
         }
     }
-    let policy = ConflictPolicy::Retry(*retry);
-    let mut attempts = 0;
-    loop {
-        let Some(ops) = guarded_removal(intent, &current) else {
-            return Ok(Some(current));
-        };
-        session.outcome.fell_back = true;
-        attempts += 1;
-        let patch: json_patch::Patch =
-            serde_json::from_value(ops.clone()).map_err(|e| session.convert(e))?;
-        match session.patch(&Patch::Json(patch)).await? {
-            Answer::Stored(stored) => return Ok(Some(*stored)),
-            Answer::NotFound => return Ok(None),
-            Answer::Conflict => {}
-            Answer::Invalid(err) => {
-                // A failed `test` answers 422. If a fresh read yields the
-                // very same guards, it was something else: give up.
-                session.after_conflict(&policy, attempts).await?;
-                let Some(fresh) = session.get().await? else {
-                    return Ok(None);
-                };
-                if guarded_removal(intent, &fresh).as_ref() == Some(&ops) {
-                    return Err(Error::Rejected {
-                        object: session.key.clone(),
-                        source: err,
-                    });
-                }
-                current = fresh;
-                continue;
-            }
-        }
-        session.after_conflict(&policy, attempts).await?;
-        match session.get().await? {
-            Some(fresh) => current = fresh,
-            None => return Ok(None),
-        }
+    if guarded_removal(intent, &current).is_none() {
+        return Ok(Some(current));
     }
+    session.outcome.fell_back = true;
+    let policy = ConflictPolicy::Retry(*retry);
+    let single = Mutation::from(intent.clone());
+    let request = Request::GuardedRemoval(intent);
+    session
+        .drive(current, &single, request, OnConflict::Reread(&policy))
+        .await
 }
 
 /// Whether `manager` applied fields of `object`.
-fn applies_as(object: &DynamicObject, manager: &str) -> bool {
-    object
-        .metadata
-        .managed_fields
-        .iter()
+fn applies_as(object: &Value, manager: &str) -> bool {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
         .flatten()
-        .any(|entry| {
-            entry.manager.as_deref() == Some(manager) && entry.operation.as_deref() == Some("Apply")
-        })
+        .any(|entry| entry["manager"] == manager && entry["operation"] == "Apply")
 }
 
 /// The apply configuration: identity fields, plus the entry `intent` owns
 /// (taken from `next`, the object with the intent applied) if any.
-fn config(
-    session: &Session<'_>,
-    current: &DynamicObject,
-    owned: Option<(&Intent, &Value)>,
-) -> Value {
+fn config(session: &Session<'_>, current: &Value, owned: Option<(&Intent, &Value)>) -> Value {
     let mut metadata = Map::new();
     metadata.insert("name".into(), json!(session.name));
     if let Some(ns) = &session.namespace {
         metadata.insert("namespace".into(), json!(ns));
     }
-    if let Some(uid) = &current.metadata.uid {
+    if let Some(uid) = crate::observed::meta(current, "uid") {
         metadata.insert("uid".into(), json!(uid));
     }
     let mut body = json!({
@@ -245,7 +240,7 @@ fn config(
         Some((Intent::SetAnnotation { key, value }, _)) => {
             metadata.insert("annotations".into(), json!({ key: value }));
         }
-        Some((Intent::MergeStatus(fragment), _)) => body["status"] = strip_nulls(fragment),
+        Some((Intent::MergeStatus(fragment), _)) => body["status"] = fragment.clone(),
         Some((Intent::SetCondition(condition), next)) => {
             let entry = next["status"]["conditions"]
                 .as_array()
@@ -260,104 +255,14 @@ fn config(
     body
 }
 
-/// A merge fragment without its `null` deletions, which apply cannot carry.
-fn strip_nulls(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), strip_nulls(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// JSON patch ops removing `intent`'s entry from `object` only if the
-/// object, and the entry at that exact place, are still what we saw.
-/// `None` if the entry is absent.
-fn guarded_removal(intent: &Intent, object: &DynamicObject) -> Option<Value> {
-    let (path, value) = match intent {
-        Intent::RemoveFinalizer(name) => {
-            let index = object
-                .metadata
-                .finalizers
-                .iter()
-                .flatten()
-                .position(|f| f == name)?;
-            (format!("/metadata/finalizers/{index}"), json!(name))
-        }
-        Intent::RemoveLabel(key) => {
-            let value = object.metadata.labels.as_ref()?.get(key)?;
-            (format!("/metadata/labels/{}", escape(key)), json!(value))
-        }
-        Intent::RemoveAnnotation(key) => {
-            let value = object.metadata.annotations.as_ref()?.get(key)?;
-            (
-                format!("/metadata/annotations/{}", escape(key)),
-                json!(value),
-            )
-        }
-        _ => return None,
-    };
-    let mut ops = Vec::new();
-    if let Some(uid) = &object.metadata.uid {
-        ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
-    }
-    ops.push(json!({"op": "test", "path": path, "value": value}));
-    ops.push(json!({"op": "remove", "path": path}));
-    Some(Value::Array(ops))
-}
-
-/// RFC 6901 escaping of one JSON-pointer segment.
-fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::core::ApiResource;
-
-    fn pod(finalizers: &[&str]) -> DynamicObject {
-        let ar = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
-        let mut obj = DynamicObject::new("p", &ar).within("ns");
-        obj.metadata.uid = Some("u1".into());
-        obj.metadata.finalizers = Some(finalizers.iter().map(|f| (*f).to_owned()).collect());
-        obj
-    }
 
     #[test]
-    fn guarded_removal_tests_uid_index_and_value() {
-        let ops = guarded_removal(&Intent::remove_finalizer("b"), &pod(&["a", "b"])).unwrap();
-        assert_eq!(
-            ops,
-            json!([
-                {"op": "test", "path": "/metadata/uid", "value": "u1"},
-                {"op": "test", "path": "/metadata/finalizers/1", "value": "b"},
-                {"op": "remove", "path": "/metadata/finalizers/1"},
-            ])
-        );
-    }
-
-    #[test]
-    fn guarded_removal_of_absent_entry_is_none() {
-        assert_eq!(
-            guarded_removal(&Intent::remove_finalizer("z"), &pod(&["a"])),
-            None
-        );
-    }
-
-    #[test]
-    fn label_keys_are_escaped_in_json_pointers() {
-        assert_eq!(escape("example.com/a~b"), "example.com~1a~0b");
-    }
-
-    #[test]
-    fn strip_nulls_drops_deletions() {
-        assert_eq!(
-            strip_nulls(&json!({"a": null, "b": {"c": null, "d": 1}})),
-            json!({"b": {"d": 1}})
-        );
+    fn status_deletions_are_detected() {
+        assert!(has_null(&json!({"a": null})));
+        assert!(has_null(&json!({"b": {"c": null, "d": 1}})));
+        assert!(!has_null(&json!({"b": {"d": 1}})));
     }
 }

@@ -112,6 +112,19 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// No strategy can be built for this name and conflict policy: an
+    /// unknown strategy, or a policy the strategy cannot honour (a
+    /// `requeue` policy on `apply`, `lax` or `locked`). Never a quiet
+    /// downgrade to another strategy.
+    #[error("strategy {strategy} cannot be built with conflict policy {policy}: {reason}")]
+    UnsupportedStrategy {
+        /// The strategy named.
+        strategy: StrategyName,
+        /// The conflict policy given, as debug text.
+        policy: String,
+        /// Why the combination is refused.
+        reason: &'static str,
+    },
 }
 
 impl Error {

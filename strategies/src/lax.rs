@@ -1,11 +1,10 @@
 use async_trait::async_trait;
 use concord_featuregates::StrategyName;
-use kube::api::Patch;
-use kube::core::DynamicObject;
+use serde_json::Value;
 
-use crate::merge_patch::merge_diff;
-use crate::session::{Answer, Session};
-use crate::{Error, Mutation, Target, WriteStrategy, Written};
+use crate::request::Request;
+use crate::write_loop::{OnConflict, write};
+use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 
 /// `lax`: a JSON merge patch computed from the observed object, with no
 /// precondition.
@@ -32,43 +31,27 @@ impl WriteStrategy for Lax {
         StrategyName::Lax
     }
 
-    async fn write(
+    fn verbs(&self) -> &'static [&'static str] {
+        &["get", "patch"]
+    }
+
+    async fn write_json(
         &self,
         target: &Target,
-        observed: &DynamicObject,
+        observed: Observed,
         mutation: &Mutation,
-    ) -> Result<Written<DynamicObject>, Error> {
-        let mut session = Session::start(StrategyName::Lax, target, observed, mutation)?;
-        let result = run(&mut session, observed, mutation).await;
-        session.finish(result)
-    }
-}
-
-async fn run(
-    session: &mut Session<'_>,
-    observed: &DynamicObject,
-    mutation: &Mutation,
-) -> Result<Option<DynamicObject>, Error> {
-    let current = session.to_json(observed)?;
-    let Some(next) = session.mutate(mutation, &current)? else {
-        session.outcome.unchanged = true;
-        return Ok(Some(observed.clone()));
-    };
-    let Some(patch) = merge_diff(&current, &next) else {
-        session.outcome.unchanged = true;
-        return Ok(Some(observed.clone()));
-    };
-    match session.patch(&Patch::Merge(patch)).await? {
-        Answer::Stored(stored) => Ok(Some(*stored)),
-        Answer::NotFound => session.gone().map(|()| None),
-        // Without a precondition the server has nothing to conflict on;
-        // report one anyway rather than pretend it succeeded.
-        Answer::Conflict => Err(Error::Conflict {
-            object: session.key.clone(),
-        }),
-        Answer::Invalid(err) => Err(Error::Rejected {
-            object: session.key.clone(),
-            source: err,
-        }),
+    ) -> Result<Written<Value>, Error> {
+        // Without a precondition the server has nothing to conflict on; a
+        // 409 is reported rather than passed off as success.
+        let observed = observed.into_json();
+        write(
+            StrategyName::Lax,
+            target,
+            observed,
+            mutation,
+            Request::Merge,
+            OnConflict::Fail,
+        )
+        .await
     }
 }

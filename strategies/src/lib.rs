@@ -12,7 +12,12 @@
 //! | [`Locked`] | in-process mutex around GET → merge patch | tasks of this process only | GET per write, serialised |
 //! | [`Apply`] | server-side apply, a field manager per intent | every writer | managedFields; typed intents only |
 //!
-//! Pick one by name with [`strategy_for`], wrap it in a typed [`Writer`],
+//! Every strategy runs one write loop (mutate, skip if unchanged, send,
+//! classify, back off and re-read on conflict, record): `write_loop.rs`
+//! handles conflicts, `session.rs` sends and retries transient failures,
+//! `request.rs` says how each strategy's request is built.
+//!
+//! Pick one by name with [`try_strategy_for`] (or [`strategy_for`]), wrap it in a typed [`Writer`],
 //! and read what each write cost in its [`Outcome`]; aggregate with
 //! [`WriteMetrics`].
 //!
@@ -42,13 +47,16 @@ mod metrics;
 mod mock;
 mod mutation;
 mod object_key;
+mod observed;
 mod outcome;
+mod request;
 mod retry;
 mod session;
 mod strategy;
 mod strict;
 mod target;
 mod update;
+mod write_loop;
 mod writer;
 
 #[doc(inline)]
@@ -74,9 +82,11 @@ pub use mutation::Mutation;
 #[doc(inline)]
 pub use object_key::ObjectKey;
 #[doc(inline)]
+pub use observed::Observed;
+#[doc(inline)]
 pub use outcome::{Outcome, Verb, Written};
 #[doc(inline)]
-pub use strategy::{WriteStrategy, strategy_for};
+pub use strategy::{WriteStrategy, strategy_for, try_strategy_for};
 #[doc(inline)]
 pub use strict::Strict;
 #[doc(inline)]

@@ -2,12 +2,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use concord_featuregates::StrategyName;
-use kube::api::Patch;
-use kube::core::DynamicObject;
+use serde_json::Value;
 
-use crate::merge_patch::{merge_diff, set_metadata};
-use crate::session::{Answer, Session};
-use crate::{Error, LockTable, Mutation, Target, WriteStrategy, Written};
+use crate::request::Request;
+use crate::session::Session;
+use crate::write_loop::OnConflict;
+use crate::{Error, LockTable, Mutation, Observed, Target, WriteStrategy, Written};
 
 /// `locked`: an in-process async mutex per object around a fresh `GET`,
 /// the mutation, and a merge patch without a resourceVersion.
@@ -65,48 +65,32 @@ impl WriteStrategy for Locked {
         StrategyName::Locked
     }
 
-    async fn write(
+    fn verbs(&self) -> &'static [&'static str] {
+        &["get", "patch"]
+    }
+
+    async fn write_json(
         &self,
         target: &Target,
-        observed: &DynamicObject,
+        observed: Observed,
         mutation: &Mutation,
-    ) -> Result<Written<DynamicObject>, Error> {
-        let mut session = Session::start(StrategyName::Locked, target, observed, mutation)?;
+    ) -> Result<Written<Value>, Error> {
+        let mut session = Session::start(StrategyName::Locked, target, observed.json(), mutation)?;
         let result = {
             let _held = self.table.lock(session.key.clone()).await;
-            run(&mut session, mutation).await
+            // The uid guards against a recreated object; deliberately no
+            // resourceVersion — that would make this `strict`.
+            match session.get().await {
+                Ok(Some(fresh)) => {
+                    let request = Request::MergeWithUid;
+                    session
+                        .drive(fresh, mutation, request, OnConflict::Fail)
+                        .await
+                }
+                Ok(None) => session.gone().map(|()| None),
+                Err(err) => Err(err),
+            }
         };
         session.finish(result)
-    }
-}
-
-async fn run(
-    session: &mut Session<'_>,
-    mutation: &Mutation,
-) -> Result<Option<DynamicObject>, Error> {
-    let Some(fresh) = session.get().await? else {
-        return session.gone().map(|()| None);
-    };
-    let json = session.to_json(&fresh)?;
-    let Some(next) = session.mutate(mutation, &json)? else {
-        session.outcome.unchanged = true;
-        return Ok(Some(fresh));
-    };
-    let Some(mut patch) = merge_diff(&json, &next) else {
-        session.outcome.unchanged = true;
-        return Ok(Some(fresh));
-    };
-    // The uid guards against a recreated object; deliberately no
-    // resourceVersion — that would make this `strict`.
-    if let Some(uid) = fresh.metadata.uid.as_deref() {
-        set_metadata(&mut patch, "uid", uid);
-    }
-    match session.patch(&Patch::Merge(patch)).await? {
-        Answer::Stored(stored) => Ok(Some(*stored)),
-        Answer::NotFound => session.gone().map(|()| None),
-        Answer::Conflict => Err(Error::Conflict {
-            object: session.key.clone(),
-        }),
-        Answer::Invalid(err) => session.invalid(err).await,
     }
 }

@@ -1,38 +1,43 @@
-//! The state of one write: the requests it sends, what they cost, and the
-//! checks every strategy shares (uid, gone objects, transient retries).
+//! The state of one write and everything about sending its requests: the
+//! wire call, transient retries (`429`, `5xx`: the one place they are
+//! retried and counted), uid checks, gone objects, metrics. How a conflict
+//! is handled is in `write_loop.rs`.
 
 use std::time::Instant;
 
 use concord_featuregates::StrategyName;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::core::DynamicObject;
+use kube::api::{GetParams, Patch, PatchParams, PostParams};
+use kube::core::{DynamicObject, Resource};
 use serde_json::Value;
 
+use crate::observed::meta;
+use crate::request::Body;
 use crate::retry::{Class, classify, delay};
 use crate::{Error, Mutation, ObjectKey, Outcome, Target, Verb, Written};
 
-/// How the API server answered a write, for the cases strategies handle
+/// How the API server answered a write, for the cases the loop handles
 /// differently; every other answer is already an [`Error`].
 #[derive(Debug)]
 pub(crate) enum Answer {
-    Stored(Box<DynamicObject>),
+    Stored(Value),
     Conflict,
     NotFound,
     Invalid(Box<kube::Error>),
 }
 
-/// One call of `WriteStrategy::write`.
+/// One call of `WriteStrategy::write_json`.
 pub(crate) struct Session<'a> {
     pub(crate) target: &'a Target,
     pub(crate) key: ObjectKey,
     pub(crate) namespace: Option<String>,
     pub(crate) name: String,
-    pub(crate) observed_uid: Option<String>,
-    pub(crate) status: bool,
-    pub(crate) only_removes_finalizers: bool,
+    url: String,
+    observed_uid: Option<String>,
+    status: bool,
+    only_removes_finalizers: bool,
     pub(crate) outcome: Outcome,
     start: Instant,
-    writes: u32,
+    pub(crate) writes: u32,
 }
 
 impl<'a> Session<'a> {
@@ -40,11 +45,17 @@ impl<'a> Session<'a> {
     pub(crate) fn start(
         strategy: StrategyName,
         target: &'a Target,
-        observed: &DynamicObject,
+        observed: &Value,
         mutation: &Mutation,
     ) -> Result<Self, Error> {
-        let key = ObjectKey::of(&target.resource, observed);
-        let Some(name) = observed.metadata.name.clone() else {
+        let namespace = meta(observed, "namespace").map(str::to_owned);
+        let name = meta(observed, "name");
+        let key = ObjectKey::new(
+            crate::object_key::qualified_plural(&target.resource),
+            namespace.as_deref(),
+            name.unwrap_or_default(),
+        );
+        let Some(name) = name.map(str::to_owned) else {
             return Err(Error::MissingField {
                 object: key,
                 field: "metadata.name",
@@ -55,9 +66,10 @@ impl<'a> Session<'a> {
         };
         Ok(Session {
             target,
-            namespace: observed.metadata.namespace.clone(),
+            url: DynamicObject::url_path(&target.resource, namespace.as_deref()),
+            namespace,
             name,
-            observed_uid: observed.metadata.uid.clone(),
+            observed_uid: meta(observed, "uid").map(str::to_owned),
             status,
             only_removes_finalizers: mutation.only_removes_finalizers(),
             outcome: Outcome::new(strategy),
@@ -65,16 +77,6 @@ impl<'a> Session<'a> {
             writes: 0,
             key,
         })
-    }
-
-    /// The object as JSON.
-    pub(crate) fn to_json(&self, object: &DynamicObject) -> Result<Value, Error> {
-        serde_json::to_value(object).map_err(|source| self.convert(source))
-    }
-
-    /// JSON back to an object.
-    pub(crate) fn json_to_object(&self, value: Value) -> Result<DynamicObject, Error> {
-        serde_json::from_value(value).map_err(|source| self.convert(source))
     }
 
     /// `mutation` applied to `object`, `None` if it changes nothing.
@@ -95,14 +97,28 @@ impl<'a> Session<'a> {
         }
     }
 
+    fn request(&self) -> kube::core::Request {
+        kube::core::Request::new(self.url.clone())
+    }
+
+    fn build_failed(&self, err: kube::core::request::Error) -> Error {
+        Error::Request {
+            object: self.key.clone(),
+            source: Box::new(kube::Error::BuildRequest(err)),
+        }
+    }
+
     /// `GET` the object; `None` if it is gone. Fails with
     /// [`Error::ObjectRecreated`] if its uid is not the observed one.
-    pub(crate) async fn get(&mut self) -> Result<Option<DynamicObject>, Error> {
-        let api = self.target.api(self.namespace.as_deref());
+    pub(crate) async fn get(&mut self) -> Result<Option<Value>, Error> {
+        let request = self
+            .request()
+            .get(&self.name, &GetParams::default())
+            .map_err(|e| self.build_failed(e))?;
         let mut transient = 0;
         loop {
             self.outcome.requests[Verb::Get.index()] += 1;
-            let err = match api.get(&self.name).await {
+            let err = match self.target.client.request::<Value>(request.clone()).await {
                 Ok(fresh) => {
                     self.check_uid(&fresh)?;
                     return Ok(Some(fresh));
@@ -128,115 +144,105 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn check_uid(&self, fresh: &DynamicObject) -> Result<(), Error> {
-        match (&self.observed_uid, &fresh.metadata.uid) {
+    pub(crate) fn check_uid(&self, fresh: &Value) -> Result<(), Error> {
+        match (&self.observed_uid, meta(fresh, "uid")) {
             (Some(observed), Some(found)) if observed != found => Err(Error::ObjectRecreated {
                 object: self.key.clone(),
                 observed: observed.clone(),
-                found: found.clone(),
+                found: found.to_owned(),
             }),
             _ => Ok(()),
         }
     }
 
-    /// `PATCH` the object (or its status) under the target's field manager.
-    pub(crate) async fn patch(&mut self, patch: &Patch<Value>) -> Result<Answer, Error> {
-        let manager = self.target.field_manager.clone();
-        self.send_patch(patch, &manager, false).await
-    }
-
-    /// `PATCH` with a server-side apply configuration under `manager`.
-    pub(crate) async fn apply(&mut self, body: Value, manager: &str) -> Result<Answer, Error> {
-        self.send_patch(&Patch::Apply(body), manager, true).await
-    }
-
-    async fn send_patch(
-        &mut self,
-        patch: &Patch<Value>,
-        manager: &str,
-        force: bool,
-    ) -> Result<Answer, Error> {
-        let api = self.target.api(self.namespace.as_deref());
-        let mut params = PatchParams::apply(manager);
-        params.force = force;
-        let verb = if matches!(patch, Patch::Apply(_)) {
-            Verb::Apply
-        } else {
-            Verb::Patch
-        };
-        self.before_write().await;
-        let mut transient = 0;
-        loop {
-            self.outcome.requests[verb.index()] += 1;
-            let sent = if self.status {
-                api.patch_status(&self.name, &params, patch).await
-            } else {
-                api.patch(&self.name, &params, patch).await
-            };
-            match self.answer(sent, &mut transient).await? {
-                Some(answer) => return Ok(answer),
-                None => continue,
-            }
-        }
-    }
-
-    /// `PUT` the object (or its status).
-    pub(crate) async fn replace(&mut self, object: &DynamicObject) -> Result<Answer, Error> {
-        let api = self.target.api(self.namespace.as_deref());
-        let params = PostParams {
-            dry_run: false,
-            field_manager: Some(self.target.field_manager.clone()),
-        };
-        self.before_write().await;
-        let mut transient = 0;
-        loop {
-            self.outcome.requests[Verb::Update.index()] += 1;
-            let sent = if self.status {
-                api.replace_status(&self.name, &params, object).await
-            } else {
-                api.replace(&self.name, &params, object).await
-            };
-            match self.answer(sent, &mut transient).await? {
-                Some(answer) => return Ok(answer),
-                None => continue,
-            }
-        }
-    }
-
-    async fn before_write(&mut self) {
+    /// Send `body` (to the status subresource for a status mutation),
+    /// retrying transient failures within the target's policy.
+    pub(crate) async fn send(&mut self, body: &Body) -> Result<Answer, Error> {
+        let (verb, request) = self.http(body)?;
         if let Some(hook) = &self.target.before_write {
             hook.before_write(&self.key, self.writes).await;
         }
         self.writes += 1;
+        let mut transient = 0;
+        loop {
+            self.outcome.requests[verb.index()] += 1;
+            let err = match self.target.client.request::<Value>(request.clone()).await {
+                Ok(stored) => return Ok(Answer::Stored(stored)),
+                Err(err) => err,
+            };
+            match classify(&err) {
+                Class::Conflict => return Ok(Answer::Conflict),
+                Class::NotFound => return Ok(Answer::NotFound),
+                Class::Invalid => return Ok(Answer::Invalid(Box::new(err))),
+                Class::Transient(after) => self.wait_transient(&mut transient, after, err).await?,
+                Class::Permanent => {
+                    return Err(Error::Rejected {
+                        object: self.key.clone(),
+                        source: Box::new(err),
+                    });
+                }
+                Class::Transport => {
+                    return Err(Error::Request {
+                        object: self.key.clone(),
+                        source: Box::new(err),
+                    });
+                }
+            }
+        }
     }
 
-    /// Turn a write's result into an answer; `None` means send it again.
-    async fn answer(
-        &mut self,
-        sent: Result<DynamicObject, kube::Error>,
-        transient: &mut u32,
-    ) -> Result<Option<Answer>, Error> {
-        let err = match sent {
-            Ok(stored) => return Ok(Some(Answer::Stored(Box::new(stored)))),
-            Err(err) => err,
-        };
-        match classify(&err) {
-            Class::Conflict => Ok(Some(Answer::Conflict)),
-            Class::NotFound => Ok(Some(Answer::NotFound)),
-            Class::Invalid => Ok(Some(Answer::Invalid(Box::new(err)))),
-            Class::Transient(after) => {
-                self.wait_transient(transient, after, err).await?;
-                Ok(None)
+    /// The HTTP request carrying `body`, and the verb it counts as.
+    fn http(&self, body: &Body) -> Result<(Verb, http::Request<Vec<u8>>), Error> {
+        let request = self.request();
+        let manager = &self.target.field_manager;
+        let patch = |params: &PatchParams, patch: &Patch<&Value>| {
+            if self.status {
+                request.patch_subresource("status", &self.name, params, patch)
+            } else {
+                request.patch(&self.name, params, patch)
             }
-            Class::Permanent => Err(Error::Rejected {
-                object: self.key.clone(),
-                source: Box::new(err),
-            }),
-            Class::Transport => Err(Error::Request {
-                object: self.key.clone(),
-                source: Box::new(err),
-            }),
-        }
+        };
+        let built = match body {
+            Body::Merge(value) => (
+                Verb::Patch,
+                patch(&PatchParams::apply(manager), &Patch::Merge(value)),
+            ),
+            Body::Json(ops) => {
+                let ops: json_patch::Patch =
+                    serde_json::from_value(ops.clone()).map_err(|e| self.convert(e))?;
+                let params = PatchParams::apply(manager);
+                let request = if self.status {
+                    request.patch_subresource(
+                        "status",
+                        &self.name,
+                        &params,
+                        &Patch::Json::<()>(ops),
+                    )
+                } else {
+                    request.patch(&self.name, &params, &Patch::Json::<()>(ops))
+                };
+                (Verb::Patch, request)
+            }
+            Body::Apply { config, manager } => (
+                Verb::Apply,
+                patch(&PatchParams::apply(manager).force(), &Patch::Apply(config)),
+            ),
+            Body::Put(object) => {
+                let params = PostParams {
+                    dry_run: false,
+                    field_manager: Some(manager.clone()),
+                };
+                let bytes = serde_json::to_vec(object).map_err(|e| self.convert(e))?;
+                let request = if self.status {
+                    request.replace_subresource("status", &self.name, &params, bytes)
+                } else {
+                    request.replace(&self.name, &params, bytes)
+                };
+                (Verb::Update, request)
+            }
+        };
+        let (verb, request) = built;
+        Ok((verb, request.map_err(|e| self.build_failed(e))?))
     }
 
     async fn wait_transient(
@@ -263,10 +269,7 @@ impl<'a> Session<'a> {
 
     /// A 422 to a write that carried the observed uid: report a recreated
     /// or vanished object as such, anything else as a rejection.
-    pub(crate) async fn invalid(
-        &mut self,
-        err: Box<kube::Error>,
-    ) -> Result<Option<DynamicObject>, Error> {
+    pub(crate) async fn invalid(&mut self, err: Box<kube::Error>) -> Result<Option<Value>, Error> {
         if self.observed_uid.is_some() && self.get().await?.is_none() {
             return self.gone().map(|()| None);
         }
@@ -288,39 +291,13 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Count a conflict and decide whether another attempt is allowed:
-    /// `attempts` made so far, `steps` allowed in all. Sleeps the backoff.
-    pub(crate) async fn after_conflict(
-        &mut self,
-        policy: &concord_featuregates::ConflictPolicy,
-        attempts: u32,
-    ) -> Result<(), Error> {
-        self.outcome.conflicts += 1;
-        let retry = match policy {
-            concord_featuregates::ConflictPolicy::Retry(retry) => retry,
-            _ => {
-                return Err(Error::Conflict {
-                    object: self.key.clone(),
-                });
-            }
-        };
-        if attempts >= retry.steps.max(1) {
-            return Err(Error::ConflictRetriesExhausted {
-                object: self.key.clone(),
-                attempts,
-            });
-        }
-        self.outcome.retries += 1;
-        tokio::time::sleep(delay(retry, attempts - 1, None)).await;
-        Ok(())
-    }
-
     /// Record the write and hand its result back.
     pub(crate) fn finish(
         mut self,
-        result: Result<Option<DynamicObject>, Error>,
-    ) -> Result<Written<DynamicObject>, Error> {
+        result: Result<Option<Value>, Error>,
+    ) -> Result<Written<Value>, Error> {
         self.outcome.elapsed = self.start.elapsed();
+        self.outcome.unchanged = result.is_ok() && self.writes == 0 && !self.outcome.gone;
         if let Some(metrics) = &self.target.metrics {
             metrics.record(&self.outcome, result.is_err());
         }

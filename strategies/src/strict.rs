@@ -1,11 +1,10 @@
 use async_trait::async_trait;
 use concord_featuregates::{ConflictPolicy, StrategyName};
-use kube::api::Patch;
-use kube::core::DynamicObject;
+use serde_json::Value;
 
-use crate::merge_patch::{merge_diff, set_metadata};
-use crate::session::{Answer, Session};
-use crate::{Error, Mutation, Target, WriteStrategy, Written};
+use crate::request::Request;
+use crate::write_loop::{OnConflict, write};
+use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 
 /// `strict`: the `lax` merge patch plus the observed
 /// `metadata.resourceVersion` and `metadata.uid` — an optimistic lock.
@@ -47,59 +46,27 @@ impl WriteStrategy for Strict {
         StrategyName::Strict
     }
 
-    async fn write(
+    fn verbs(&self) -> &'static [&'static str] {
+        &["get", "patch"]
+    }
+
+    async fn write_json(
         &self,
         target: &Target,
-        observed: &DynamicObject,
+        observed: Observed,
         mutation: &Mutation,
-    ) -> Result<Written<DynamicObject>, Error> {
-        let mut session = Session::start(StrategyName::Strict, target, observed, mutation)?;
-        let result = run(&mut session, &self.policy, observed, mutation).await;
-        session.finish(result)
-    }
-}
-
-async fn run(
-    session: &mut Session<'_>,
-    policy: &ConflictPolicy,
-    observed: &DynamicObject,
-    mutation: &Mutation,
-) -> Result<Option<DynamicObject>, Error> {
-    let mut current = observed.clone();
-    let mut attempts = 0;
-    loop {
-        let json = session.to_json(&current)?;
-        let Some(next) = session.mutate(mutation, &json)? else {
-            session.outcome.unchanged = attempts == 0;
-            return Ok(Some(current));
-        };
-        let Some(mut patch) = merge_diff(&json, &next) else {
-            session.outcome.unchanged = attempts == 0;
-            return Ok(Some(current));
-        };
-        let Some(rv) = current.metadata.resource_version.as_deref() else {
-            return Err(Error::MissingField {
-                object: session.key.clone(),
-                field: "metadata.resourceVersion",
-            });
-        };
-        set_metadata(&mut patch, "resourceVersion", rv);
-        if let Some(uid) = current.metadata.uid.as_deref() {
-            set_metadata(&mut patch, "uid", uid);
-        }
-        attempts += 1;
-        match session.patch(&Patch::Merge(patch)).await? {
-            Answer::Stored(stored) => return Ok(Some(*stored)),
-            Answer::NotFound => return session.gone().map(|()| None),
-            Answer::Invalid(err) => return session.invalid(err).await,
-            Answer::Conflict => {
-                session.after_conflict(policy, attempts).await?;
-                match session.get().await? {
-                    Some(fresh) => current = fresh,
-                    None => return session.gone().map(|()| None),
-                }
-            }
-        }
+    ) -> Result<Written<Value>, Error> {
+        let (request, on_conflict) = (Request::MergeWithVersion, OnConflict::Reread(&self.policy));
+        let observed = observed.into_json();
+        write(
+            StrategyName::Strict,
+            target,
+            observed,
+            mutation,
+            request,
+            on_conflict,
+        )
+        .await
     }
 }
 

@@ -3,8 +3,7 @@ use std::sync::Arc;
 
 use concord_featuregates::RetryPolicy;
 use kube::Client;
-use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::ApiResource;
 
 use crate::{BeforeWrite, WriteMetrics};
 
@@ -90,14 +89,6 @@ impl Target {
     /// The base field manager.
     pub fn field_manager(&self) -> &str {
         &self.field_manager
-    }
-
-    /// The API handle for objects in `namespace` (or cluster-scoped ones).
-    pub(crate) fn api(&self, namespace: Option<&str>) -> Api<DynamicObject> {
-        match namespace {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.resource),
-            None => Api::all_with(self.client.clone(), &self.resource),
-        }
     }
 }
 

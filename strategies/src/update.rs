@@ -1,9 +1,11 @@
 use async_trait::async_trait;
 use concord_featuregates::{ConflictPolicy, StrategyName};
-use kube::core::DynamicObject;
+use serde_json::Value;
 
-use crate::session::{Answer, Session};
-use crate::{Error, Mutation, Target, WriteStrategy, Written};
+use crate::request::Request;
+use crate::session::Session;
+use crate::write_loop::OnConflict;
+use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 
 /// `update`: a `PUT` of the whole mutated object carrying its
 /// `resourceVersion` (and uid, which the server checks as a precondition).
@@ -13,6 +15,11 @@ use crate::{Error, Mutation, Target, WriteStrategy, Written};
 /// within the [`ConflictPolicy`]. This is Argo Workflows' fix, minus the
 /// live read before every attempt that later had to go for the API load it
 /// caused.
+///
+/// The `PUT` is built from the complete stored JSON, never from a typed
+/// copy that may lack fields: given a typed [`Observed`] it reads the object
+/// first. `resourceVersion` and `uid` are set after the mutation, so no
+/// mutation can turn the `PUT` into an unconditional one.
 ///
 /// # Caveats
 ///
@@ -47,51 +54,32 @@ impl WriteStrategy for Update {
         StrategyName::Update
     }
 
-    async fn write(
+    fn verbs(&self) -> &'static [&'static str] {
+        &["get", "update"]
+    }
+
+    async fn write_json(
         &self,
         target: &Target,
-        observed: &DynamicObject,
+        observed: Observed,
         mutation: &Mutation,
-    ) -> Result<Written<DynamicObject>, Error> {
-        let mut session = Session::start(StrategyName::Update, target, observed, mutation)?;
-        let result = run(&mut session, &self.policy, observed, mutation).await;
-        session.finish(result)
-    }
-}
-
-async fn run(
-    session: &mut Session<'_>,
-    policy: &ConflictPolicy,
-    observed: &DynamicObject,
-    mutation: &Mutation,
-) -> Result<Option<DynamicObject>, Error> {
-    let mut current = observed.clone();
-    let mut attempts = 0;
-    loop {
-        let json = session.to_json(&current)?;
-        let Some(next) = session.mutate(mutation, &json)? else {
-            session.outcome.unchanged = attempts == 0;
-            return Ok(Some(current));
-        };
-        if current.metadata.resource_version.is_none() {
-            return Err(Error::MissingField {
-                object: session.key.clone(),
-                field: "metadata.resourceVersion",
-            });
-        }
-        let next = session.json_to_object(next)?;
-        attempts += 1;
-        match session.replace(&next).await? {
-            Answer::Stored(stored) => return Ok(Some(*stored)),
-            Answer::NotFound => return session.gone().map(|()| None),
-            Answer::Invalid(err) => return session.invalid(err).await,
-            Answer::Conflict => {
-                session.after_conflict(policy, attempts).await?;
+    ) -> Result<Written<Value>, Error> {
+        let mut session = Session::start(StrategyName::Update, target, observed.json(), mutation)?;
+        let result = async {
+            let current = if observed.is_complete() {
+                observed.into_json()
+            } else {
                 match session.get().await? {
-                    Some(fresh) => current = fresh,
+                    Some(fresh) => fresh,
                     None => return session.gone().map(|()| None),
                 }
-            }
+            };
+            let on_conflict = OnConflict::Reread(&self.policy);
+            session
+                .drive(current, mutation, Request::Put, on_conflict)
+                .await
         }
+        .await;
+        session.finish(result)
     }
 }

@@ -2,11 +2,13 @@ use std::fmt::{self, Debug};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use std::any::TypeId;
+
 use kube::core::{ApiResource, DynamicObject, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::{Error, Mutation, ObjectKey, Target, WriteStrategy, Written};
+use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written};
 
 /// Typed writes for objects of `K`, through one strategy.
 ///
@@ -39,7 +41,7 @@ pub struct Writer<K> {
 
 impl<K> Writer<K>
 where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
+    K: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,
 {
     /// A writer for a statically typed resource.
     pub fn new(client: kube::Client, strategy: Arc<dyn WriteStrategy>) -> Self
@@ -89,47 +91,58 @@ where
 
     /// Apply `mutation` to `observed` and write it with the strategy.
     ///
+    /// The object is converted to JSON once on the way in and back once on
+    /// the way out. A typed `K` may lack fields the server stores, so it is
+    /// handed over as [`Observed::typed`]; a [`DynamicObject`] as
+    /// [`Observed::complete`].
+    ///
     /// # Errors
     ///
     /// The strategy's [`Error`]s, and [`Error::Convert`] if `K` does not
     /// round-trip through JSON.
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, Error> {
-        let dynamic = to_dynamic(&self.target, observed)?;
+        let json = to_json(&self.target, observed)?;
+        let observed = if TypeId::of::<K>() == TypeId::of::<DynamicObject>() {
+            Observed::complete(json)
+        } else {
+            Observed::typed(json)
+        };
+        let key = || ObjectKey::new(self.target.resource.plural.clone(), None, "?");
         let written = self
             .strategy
-            .write(&self.target, &dynamic, mutation)
+            .write_json(&self.target, observed, mutation)
             .await?;
-        let key = || ObjectKey::of(&self.target.resource, &dynamic);
-        let object = match written.object {
-            Some(object) => Some(
-                serde_json::to_value(object)
-                    .and_then(serde_json::from_value)
-                    .map_err(|source| Error::Convert {
-                        object: key(),
-                        source,
-                    })?,
-            ),
-            None => None,
-        };
+        let object = written
+            .object
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|source| Error::Convert {
+                object: key(),
+                source,
+            })?;
         Ok(Written::new(object, written.outcome))
     }
 }
 
-/// `observed` as a dynamic object, with apiVersion and kind filled in from
-/// the target if the typed form omits them.
-fn to_dynamic<K: Serialize>(target: &Target, observed: &K) -> Result<DynamicObject, Error> {
-    let convert = |source| Error::Convert {
+/// `observed` as JSON, with apiVersion and kind filled in from the target
+/// if the typed form omits them.
+fn to_json<K: Serialize>(target: &Target, observed: &K) -> Result<Value, Error> {
+    let mut value = serde_json::to_value(observed).map_err(|source| Error::Convert {
         object: ObjectKey::new(target.resource.plural.clone(), None, "?"),
         source,
-    };
-    let mut value = serde_json::to_value(observed).map_err(convert)?;
+    })?;
     if let Value::Object(map) = &mut value {
-        map.entry("apiVersion")
-            .or_insert_with(|| target.resource.api_version.clone().into());
-        map.entry("kind")
-            .or_insert_with(|| target.resource.kind.clone().into());
+        if !map.contains_key("apiVersion") {
+            map.insert(
+                "apiVersion".into(),
+                target.resource.api_version.clone().into(),
+            );
+        }
+        if !map.contains_key("kind") {
+            map.insert("kind".into(), target.resource.kind.clone().into());
+        }
     }
-    serde_json::from_value(value).map_err(convert)
+    Ok(value)
 }
 
 impl<K> Clone for Writer<K> {

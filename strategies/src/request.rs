@@ -1,0 +1,208 @@
+//! How a strategy's request is built from the object it last saw and the
+//! object with the mutation applied. Every strategy's wire format is here;
+//! the loop that sends it is in `write_loop.rs`.
+
+use serde_json::{Value, json};
+
+use crate::merge_patch::{merge_diff, set_metadata};
+use crate::observed::meta;
+use crate::{Error, Intent, ObjectKey};
+
+/// A body ready to send.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Body {
+    /// A JSON merge patch.
+    Merge(Value),
+    /// A JSON patch (RFC 6902) as a list of operations.
+    Json(Value),
+    /// The whole object, for a `PUT`.
+    Put(Value),
+    /// A server-side apply configuration under its own field manager.
+    Apply { config: Value, manager: String },
+}
+
+/// The request shapes of the strategies that compute a body from the
+/// observed object.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Request<'a> {
+    /// `lax`: the merge patch alone.
+    Merge,
+    /// `locked`: the merge patch guarded by the uid only.
+    MergeWithUid,
+    /// `strict`: the merge patch with `resourceVersion` and `uid`.
+    MergeWithVersion,
+    /// `update`: the whole object with `resourceVersion` and `uid` reset
+    /// after the mutation, so a mutation cannot make the PUT unconditional.
+    Put,
+    /// `apply`'s fallback: `test` the uid and the entry, then `remove` it.
+    GuardedRemoval(&'a Intent),
+}
+
+impl Request<'_> {
+    /// The body turning `current` into `next`; `None` when there is
+    /// nothing to send.
+    pub(crate) fn build(
+        self,
+        key: &ObjectKey,
+        current: &Value,
+        mut next: Value,
+    ) -> Result<Option<Body>, Error> {
+        let version = || {
+            meta(current, "resourceVersion").ok_or_else(|| Error::MissingField {
+                object: key.clone(),
+                field: "metadata.resourceVersion",
+            })
+        };
+        Ok(match self {
+            Request::Merge => merge_diff(current, &next).map(Body::Merge),
+            Request::MergeWithUid => merge_diff(current, &next).map(|mut patch| {
+                if let Some(uid) = meta(current, "uid") {
+                    set_metadata(&mut patch, "uid", uid);
+                }
+                Body::Merge(patch)
+            }),
+            Request::MergeWithVersion => match merge_diff(current, &next) {
+                None => None,
+                Some(mut patch) => {
+                    set_metadata(&mut patch, "resourceVersion", version()?);
+                    if let Some(uid) = meta(current, "uid") {
+                        set_metadata(&mut patch, "uid", uid);
+                    }
+                    Some(Body::Merge(patch))
+                }
+            },
+            Request::Put => {
+                set_metadata(&mut next, "resourceVersion", version()?);
+                if let Some(uid) = meta(current, "uid") {
+                    set_metadata(&mut next, "uid", uid);
+                }
+                Some(Body::Put(next))
+            }
+            Request::GuardedRemoval(intent) => guarded_removal(intent, current).map(Body::Json),
+        })
+    }
+
+    /// Whether a `422` means a guard tripped (retry on a fresh read) rather
+    /// than a rejected body.
+    pub(crate) fn invalid_means_conflict(self) -> bool {
+        matches!(self, Request::GuardedRemoval(_))
+    }
+
+    /// Whether the request carries the observed uid, so that a `422` may
+    /// mean the object was recreated.
+    pub(crate) fn carries_uid(self) -> bool {
+        !matches!(self, Request::Merge)
+    }
+}
+
+/// JSON patch ops removing `intent`'s entry from `object` only if the
+/// object, and the entry at that exact place, are still what we saw.
+/// `None` if the entry is absent.
+pub(crate) fn guarded_removal(intent: &Intent, object: &Value) -> Option<Value> {
+    let metadata = object.get("metadata")?;
+    let (path, value) = match intent {
+        Intent::RemoveFinalizer(name) => {
+            let index = metadata
+                .get("finalizers")?
+                .as_array()?
+                .iter()
+                .position(|f| f.as_str() == Some(name))?;
+            (format!("/metadata/finalizers/{index}"), json!(name))
+        }
+        Intent::RemoveLabel(key) => {
+            let value = metadata.get("labels")?.get(key)?;
+            (format!("/metadata/labels/{}", escape(key)), value.clone())
+        }
+        Intent::RemoveAnnotation(key) => {
+            let value = metadata.get("annotations")?.get(key)?;
+            (
+                format!("/metadata/annotations/{}", escape(key)),
+                value.clone(),
+            )
+        }
+        _ => return None,
+    };
+    let mut ops = Vec::new();
+    if let Some(uid) = meta(object, "uid") {
+        ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
+    }
+    ops.push(json!({"op": "test", "path": path, "value": value}));
+    ops.push(json!({"op": "remove", "path": path}));
+    Some(Value::Array(ops))
+}
+
+/// RFC 6901 escaping of one JSON-pointer segment.
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(finalizers: &[&str]) -> Value {
+        json!({"metadata": {"name": "p", "uid": "u1", "resourceVersion": "7", "finalizers": finalizers}})
+    }
+
+    fn key() -> ObjectKey {
+        ObjectKey::new("pods", Some("ns"), "p")
+    }
+
+    #[test]
+    fn guarded_removal_tests_uid_index_and_value() {
+        let ops = guarded_removal(&Intent::remove_finalizer("b"), &pod(&["a", "b"])).unwrap();
+        assert_eq!(
+            ops,
+            json!([
+                {"op": "test", "path": "/metadata/uid", "value": "u1"},
+                {"op": "test", "path": "/metadata/finalizers/1", "value": "b"},
+                {"op": "remove", "path": "/metadata/finalizers/1"},
+            ])
+        );
+    }
+
+    #[test]
+    fn guarded_removal_of_absent_entry_is_none() {
+        assert_eq!(
+            guarded_removal(&Intent::remove_finalizer("z"), &pod(&["a"])),
+            None
+        );
+    }
+
+    #[test]
+    fn label_keys_are_escaped_in_json_pointers() {
+        assert_eq!(escape("example.com/a~b"), "example.com~1a~0b");
+    }
+
+    #[test]
+    fn put_resets_version_and_uid_a_mutation_removed() {
+        let current = pod(&[]);
+        let mut next = current.clone();
+        next["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .retain(|k, _| k == "name");
+        let body = Request::Put.build(&key(), &current, next).unwrap();
+        let Some(Body::Put(body)) = body else {
+            panic!("{body:?}")
+        };
+        assert_eq!(body["metadata"]["resourceVersion"], "7");
+        assert_eq!(body["metadata"]["uid"], "u1");
+    }
+
+    #[test]
+    fn strict_patch_carries_version_and_uid() {
+        let current = pod(&["a"]);
+        let mut next = current.clone();
+        next["metadata"]["finalizers"] = json!([]);
+        let body = Request::MergeWithVersion
+            .build(&key(), &current, next)
+            .unwrap();
+        assert_eq!(
+            body,
+            Some(Body::Merge(json!({"metadata": {
+                "finalizers": [], "resourceVersion": "7", "uid": "u1"
+            }})))
+        );
+    }
+}
