@@ -182,16 +182,12 @@ impl<'a> Permissions<'a> {
     }
 }
 
-/// The verbs a write through `strategy` may send, `get` included.
+/// The verbs a write through `strategy` may send, `get` included, as the
+/// strategy itself declares them ([`WriteStrategy::verbs`](concord_strategies::WriteStrategy::verbs)).
+/// A strategy this version cannot build needs (and gets) none.
 pub fn strategy_verbs(strategy: StrategyName) -> &'static [&'static str] {
-    match strategy {
-        StrategyName::Update => &["get", "update"],
-        StrategyName::Lax | StrategyName::Strict | StrategyName::Locked | StrategyName::Apply => {
-            &["get", "patch"]
-        }
-        // A strategy added later: grant every write verb rather than fail.
-        _ => &["get", "patch", "update"],
-    }
+    concord_strategies::strategy_for(strategy, concord_featuregates::ConflictPolicy::default())
+        .verbs()
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@
 //! ```
 
 mod apply;
+#[cfg(feature = "testing")]
 mod before_write;
 mod error;
 mod field_manager;
@@ -61,6 +62,7 @@ mod writer;
 
 #[doc(inline)]
 pub use apply::Apply;
+#[cfg(feature = "testing")]
 #[doc(inline)]
 pub use before_write::BeforeWrite;
 #[doc(inline)]

@@ -159,6 +159,7 @@ impl<'a> Session<'a> {
     /// retrying transient failures within the target's policy.
     pub(crate) async fn send(&mut self, body: &Body) -> Result<Answer, Error> {
         let (verb, request) = self.http(body)?;
+        #[cfg(feature = "testing")]
         if let Some(hook) = &self.target.before_write {
             hook.before_write(&self.key, self.writes).await;
         }

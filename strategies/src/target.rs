@@ -5,7 +5,9 @@ use concord_featuregates::RetryPolicy;
 use kube::Client;
 use kube::core::ApiResource;
 
-use crate::{BeforeWrite, WriteMetrics};
+#[cfg(feature = "testing")]
+use crate::BeforeWrite;
+use crate::WriteMetrics;
 
 /// The field manager concord writes under unless told otherwise.
 pub const DEFAULT_FIELD_MANAGER: &str = "concord";
@@ -33,6 +35,7 @@ pub struct Target {
     pub(crate) field_manager: String,
     pub(crate) metrics: Option<Arc<WriteMetrics>>,
     pub(crate) transient: RetryPolicy,
+    #[cfg(feature = "testing")]
     pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
 }
 
@@ -45,6 +48,7 @@ impl Target {
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             metrics: None,
             transient: RetryPolicy::default(),
+            #[cfg(feature = "testing")]
             before_write: None,
         }
     }
@@ -74,7 +78,9 @@ impl Target {
     }
 
     /// Call `hook` after a write body is computed and before it is sent.
-    /// Meant for tests that need a competing write at exactly that point.
+    /// Meant for tests that need a competing write at exactly that point;
+    /// only with the `testing` feature.
+    #[cfg(feature = "testing")]
     #[must_use]
     pub fn with_before_write(mut self, hook: Arc<dyn BeforeWrite>) -> Self {
         self.before_write = Some(hook);
@@ -99,7 +105,6 @@ impl fmt::Debug for Target {
             .field("field_manager", &self.field_manager)
             .field("metrics", &self.metrics.is_some())
             .field("transient", &self.transient)
-            .field("before_write", &self.before_write.is_some())
             .finish_non_exhaustive()
     }
 }
