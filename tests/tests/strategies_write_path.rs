@@ -196,8 +196,9 @@ async fn apply_refuses_status_deletions_before_sending() -> anyhow::Result<()> {
         env.client()?,
         strategy_for(StrategyName::Apply, ConflictPolicy::default()),
     );
-    let mutation = Mutation::new()
-        .with(Intent::MergeStatus(json!({"phase": "Ready", "message": null})));
+    let mutation = Mutation::new().with(Intent::MergeStatus(
+        json!({"phase": "Ready", "message": null}),
+    ));
     let result = writer.write(&observed, &mutation).await;
     assert!(
         matches!(result, Err(Error::UnsupportedMutation { .. })),
