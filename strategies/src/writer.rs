@@ -92,9 +92,17 @@ where
     /// Apply `mutation` to `observed` and write it with the strategy.
     ///
     /// The object is converted to JSON once on the way in and back once on
-    /// the way out. A typed `K` may lack fields the server stores, so it is
-    /// handed over as [`Observed::typed`]; a [`DynamicObject`] as
+    /// the way out. A custom resource's Rust type may lack fields the server
+    /// stores, so it is handed over as [`Observed::typed`] (and `update`
+    /// reads the object before its `PUT`); a [`DynamicObject`], or a type of
+    /// Kubernetes' own API groups as `k8s-openapi` generates them, as
     /// [`Observed::complete`].
+    ///
+    /// # Caveats
+    ///
+    /// A built-in type from a `k8s-openapi` older than the API server lacks
+    /// the server's newer fields; `update` would drop them. Write such
+    /// objects as [`DynamicObject`]s, or keep `k8s-openapi` current.
     ///
     /// # Errors
     ///
@@ -102,7 +110,9 @@ where
     /// round-trip through JSON.
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, observed)?;
-        let observed = if TypeId::of::<K>() == TypeId::of::<DynamicObject>() {
+        let complete = TypeId::of::<K>() == TypeId::of::<DynamicObject>()
+            || is_kubernetes_group(&self.target.resource.group);
+        let observed = if complete {
             Observed::complete(json)
         } else {
             Observed::typed(json)
@@ -122,6 +132,15 @@ where
             })?;
         Ok(Written::new(object, written.outcome))
     }
+}
+
+/// Whether `group` is one of Kubernetes' own API groups (core, `apps`,
+/// `*.k8s.io`), whose typed objects `k8s-openapi` generates with every
+/// field of the API version it targets. Custom resources cannot use these
+/// groups without the API review annotation, so their Rust types, which
+/// may lag their schema, are never taken as complete.
+fn is_kubernetes_group(group: &str) -> bool {
+    !group.contains('.') || group.ends_with(".k8s.io")
 }
 
 /// `observed` as JSON, with apiVersion and kind filled in from the target
