@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use crate::controller::{Backoff, Pending, Shared, pending};
 use crate::http::{Endpoints, bind, parse_bind, serve};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
+use crate::sharding::{self, ShardHandle, Sharding};
 use crate::writes::WriteRegistry;
 use crate::{
     ClientCounters, Context, Error, ManagerArgs, Metrics, Object, Reconciler, throttle_aware_client,
@@ -118,10 +119,28 @@ impl ManagerBuilder {
                 print!("{}", explanation.to_yaml());
             } else {
                 print!("{explanation}");
+                let namespace = self
+                    .args
+                    .leader_election_namespace
+                    .clone()
+                    .unwrap_or_else(pod_namespace);
+                print!(
+                    "{}",
+                    sharding::explain(self.args.shards, &self.name, &namespace, &self.leader)
+                );
             }
             std::process::exit(0);
         }
-        warn_if_unsafe_for_replicas(&config, self.args.leader_elect);
+        if self.args.shards.is_on() {
+            if self.args.leader_elect {
+                return Err(Error::ShardingConfig(format!(
+                    "--shards={} and --leader-elect together: a sharded replica reconciles its share without waiting for leadership; drop --leader-elect",
+                    self.args.shards
+                )));
+            }
+            sharding::validate(&self.leader)?;
+        }
+        warn_if_unsafe_for_replicas(&config, self.args.leader_elect || self.args.shards.is_on());
 
         let metrics_at = parse_bind("--metrics-bind-address", &self.args.metrics_bind_address)?;
         let health_at = parse_bind(
@@ -152,8 +171,27 @@ impl ManagerBuilder {
             Some(at) => Some(bind(at, "health probes").await?),
             None => None,
         };
+        let sharding = self.args.shards.is_on().then(|| {
+            let namespace = self
+                .args
+                .leader_election_namespace
+                .clone()
+                .unwrap_or_else(pod_namespace);
+            Sharding::new(
+                self.args.shards,
+                client.clone(),
+                &namespace,
+                &self.name,
+                candidate_identity(),
+                self.leader,
+            )
+        });
+        if let Some(sharding) = &sharding {
+            metrics.set_sharding(sharding.stats());
+        }
         let (shutdown, _) = watch::channel(false);
         Ok(Manager {
+            sharding,
             recorder: Recorder::new(
                 client.clone(),
                 Reporter {
@@ -217,6 +255,7 @@ pub struct Manager {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    sharding: Option<Sharding>,
 }
 
 impl Debug for Manager {
@@ -290,6 +329,11 @@ impl Manager {
             .and_then(|l| l.local_addr().ok())
     }
 
+    /// This replica's place in the shard ring, when `--shards` is on.
+    pub fn sharding(&self) -> Option<ShardHandle> {
+        self.sharding.as_ref().map(Sharding::handle)
+    }
+
     /// A handle that stops [`run`](Self::run) gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle(self.shutdown.clone())
@@ -324,6 +368,7 @@ impl Manager {
             counters: self.metrics.controller(name),
             backoff: Backoff::default(),
             name: name.to_owned(),
+            shard: self.sharding.as_ref().map(Sharding::gate),
         });
         self.controllers.push(pending(api, shared, customize));
     }
@@ -370,8 +415,13 @@ impl Manager {
             None
         };
         self.metrics.set_leader(true);
+        let mut sharding = self.sharding.take();
+        if let Some(sharding) = sharding.as_mut() {
+            sharding.join().await?;
+        }
 
         let (done_tx, mut done_rx) = watch::channel(false);
+        let mut shard_done = done_rx.clone();
         let grace = self.grace;
         let stop = self.shutdown.subscribe();
         let futures: Vec<_> = self
@@ -403,8 +453,19 @@ impl Manager {
             }
             result
         };
-        let ((), held) = tokio::join!(controllers, holding);
-        held
+        let shutdown_tx = self.shutdown.clone();
+        let member = async {
+            let Some(sharding) = sharding.as_mut() else {
+                return Ok(());
+            };
+            let result = sharding.hold(&mut shard_done).await;
+            if result.is_err() {
+                shutdown_tx.send_replace(true);
+            }
+            result
+        };
+        let ((), held, member) = tokio::join!(controllers, holding, member);
+        held.and(member)
     }
 }
 
