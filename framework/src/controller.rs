@@ -120,10 +120,8 @@ where
 {
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let config = shard::watcher_config(shared.shard.as_ref());
-        let controller = shard::attach(
-            shared.shard.as_ref(),
-            customize(Controller::new(api, config)),
-        );
+        let controller = customize(Controller::new(api.clone(), config));
+        let controller = shard::attach(shared.shard.as_ref(), &api, controller);
         let name = shared.name.clone();
         Box::pin(async move {
             let stop = async move {

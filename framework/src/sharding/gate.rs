@@ -45,6 +45,8 @@ pub(crate) struct ShardGate {
     me: MemberId,
     /// In `label` mode, the label selector of this replica's shard.
     pub(crate) selector: Option<String>,
+    /// In `label` mode, the label key that carries the owner.
+    pub(crate) label: Option<String>,
     state: Mutex<State>,
     /// Signalled when a reconcile ends, so a pending drain is re-checked.
     drained: Notify,
@@ -53,6 +55,8 @@ pub(crate) struct ShardGate {
     pub(crate) stats: Arc<ShardStats>,
     /// Key listers, one per controller store, for the owned-keys and moves metrics.
     listers: Mutex<Vec<Lister>>,
+    /// `label` mode: the sharders to run when this replica holds the sharder Lease.
+    labellers: Mutex<Vec<super::sharder::Labeller>>,
     generation: AtomicU64,
 }
 
@@ -87,11 +91,12 @@ impl Drop for InFlight {
 }
 
 impl ShardGate {
-    pub(crate) fn new(me: MemberId, selector: Option<String>) -> Self {
+    pub(crate) fn new(me: MemberId, label: Option<String>) -> Self {
         let (wake, _) = watch::channel(0);
         ShardGate {
+            selector: label.as_ref().map(|l| format!("{l}={me}")),
+            label,
             me,
-            selector,
             state: Mutex::new(State {
                 target: View::default(),
                 claims: vec![View::default()],
@@ -103,6 +108,7 @@ impl ShardGate {
             wake,
             stats: Arc::default(),
             listers: Mutex::new(Vec::new()),
+            labellers: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
         }
     }
@@ -257,6 +263,24 @@ impl ShardGate {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(lister);
+    }
+
+    /// Registers the sharder of one controller's resource (`label` mode).
+    pub(crate) fn add_labeller(&self, labeller: super::sharder::Labeller) {
+        self.labellers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(labeller);
+    }
+
+    /// Takes the registered sharders, to start them.
+    pub(crate) fn take_labellers(&self) -> Vec<super::sharder::Labeller> {
+        std::mem::take(
+            &mut *self
+                .labellers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Every key in every registered store.

@@ -48,6 +48,11 @@ impl ShardHandle {
         self.gate.stats.keys_owned.load(Relaxed)
     }
 
+    /// Objects in this replica's caches (in `label` mode, its shard only).
+    pub fn keys_cached(&self) -> usize {
+        self.gate.known_keys().len()
+    }
+
     /// Objects that moved to or from this replica so far.
     pub fn moves(&self) -> u64 {
         self.gate.stats.moves.load(Relaxed)

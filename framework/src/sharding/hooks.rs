@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kube::ResourceExt;
+use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
 
@@ -58,11 +59,15 @@ pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
 /// become startable, and lets the gate count the keys in the store.
 pub(crate) fn attach<K: Object>(
     gate: Option<&Arc<ShardGate>>,
+    api: &Api<K>,
     controller: Controller<K>,
 ) -> Controller<K> {
     let Some(gate) = gate else {
         return controller;
     };
+    if let Some(label) = &gate.label {
+        gate.add_labeller(super::sharder::labeller(api.clone(), label.clone()));
+    }
     let store = controller.store();
     gate.add_lister(Box::new(move || {
         store

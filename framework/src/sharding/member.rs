@@ -130,10 +130,11 @@ impl Membership {
     pub(crate) async fn hold(&mut self, done: &mut watch::Receiver<bool>) -> Result<(), Error> {
         let fast = self.config.retry_period / 5;
         loop {
+            let previous = self.gate.acked();
             let claim = self.gate.next_claim();
-            let changed = self.gate.acked().as_ref() != Some(&claim);
+            let changed = previous.as_ref() != Some(&claim);
             if changed || self.written.elapsed() >= self.config.retry_period {
-                self.write(claim, changed).await;
+                self.write(previous, claim, changed).await;
             }
             if self.renewed.elapsed() > self.config.renew_deadline {
                 self.gate.set_fence(Instant::now());
@@ -147,18 +148,19 @@ impl Membership {
             } else {
                 self.config.retry_period
             };
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = self.gate.reconcile_ended(), if self.gate.draining() => {}
-                _ = done.wait_for(|d| *d) => {
-                    self.leave().await;
-                    return Ok(());
-                }
+            let stop = tokio::select! {
+                _ = tokio::time::sleep(pause) => false,
+                _ = self.gate.reconcile_ended(), if self.gate.draining() => false,
+                () = stopped(done) => true,
+            };
+            if stop {
+                self.leave().await;
+                return Ok(());
             }
         }
     }
 
-    async fn write(&mut self, claim: View, changed: bool) {
+    async fn write(&mut self, previous: Option<View>, claim: View, changed: bool) {
         let Some(mut lease) = self.ours.clone() else {
             return;
         };
@@ -169,7 +171,6 @@ impl Membership {
             .annotations
             .get_or_insert_with(BTreeMap::new)
             .insert(ACKED_ANNOTATION.to_owned(), claim.to_string());
-        let previous = self.gate.acked();
         match self
             .api
             .replace(&self.lease_name, &PostParams::default(), &lease)
@@ -367,6 +368,15 @@ impl Membership {
                 .or_else(|| Some(now.clone())),
             renew_time: Some(now),
             ..Default::default()
+        }
+    }
+}
+
+/// Resolves once `done` is true (or its sender is gone).
+async fn stopped(done: &mut watch::Receiver<bool>) {
+    while !*done.borrow_and_update() {
+        if done.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod hooks;
 mod member;
 mod mode;
 mod ring;
+mod sharder;
 mod stats;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub use handle::ShardHandle;
 pub use mode::ShardingMode;
 pub(crate) use stats::ShardStats;
 
+use crate::leader::LeaderElector;
 use crate::{Error, LeaderElectionConfig};
 use gate::ShardGate;
 use member::Membership;
@@ -86,9 +88,10 @@ pub(crate) fn explain(
 
 /// One replica's sharding: its gate and its membership.
 pub(crate) struct Sharding {
-    mode: ShardingMode,
     gate: Arc<ShardGate>,
     membership: Membership,
+    /// `label` mode: the election of the replica that labels objects.
+    sharder: Option<LeaderElector>,
 }
 
 impl Sharding {
@@ -101,9 +104,16 @@ impl Sharding {
         config: LeaderElectionConfig,
     ) -> Self {
         let me = member::id_of(&identity);
-        let selector =
-            (mode == ShardingMode::Label).then(|| format!("{}={me}", shard_label(manager)));
-        let gate = Arc::new(ShardGate::new(me, selector));
+        let label = (mode == ShardingMode::Label).then(|| shard_label(manager));
+        let gate = Arc::new(ShardGate::new(me, label));
+        let sharder = (mode == ShardingMode::Label).then(|| {
+            LeaderElector::new(
+                Api::<Lease>::namespaced(client.clone(), namespace),
+                format!("{}-sharder", member::sanitize(manager)),
+                identity.clone(),
+                config,
+            )
+        });
         let membership = Membership::new(
             Api::<Lease>::namespaced(client, namespace),
             gate.clone(),
@@ -112,15 +122,10 @@ impl Sharding {
             config,
         );
         Sharding {
-            mode,
             gate,
             membership,
+            sharder,
         }
-    }
-
-    /// The mode this replica runs in.
-    pub(crate) fn mode(&self) -> ShardingMode {
-        self.mode
     }
 
     pub(crate) fn gate(&self) -> Arc<ShardGate> {
@@ -142,7 +147,31 @@ impl Sharding {
         self.membership.join().await
     }
 
+    /// Holds the membership until `done` and, in `label` mode, runs the
+    /// sharder while this replica holds the sharder Lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardMembership`] or, for the sharder, [`Error::LeaderElection`].
     pub(crate) async fn hold(&mut self, done: &mut watch::Receiver<bool>) -> Result<(), Error> {
-        self.membership.hold(done).await
+        let Some(mut elector) = self.sharder.take() else {
+            return self.membership.hold(done).await;
+        };
+        let mut sharder_done = done.clone();
+        let gate = self.gate.clone();
+        let sharder = async move {
+            if !elector.acquire(&mut sharder_done).await {
+                return Ok(());
+            }
+            tracing::info!(lease = %elector.lease_name(), "this replica is the sharder");
+            let labellers = gate.take_labellers();
+            let work = futures::future::join_all(labellers.into_iter().map(|l| l(gate.clone())));
+            tokio::select! {
+                held = elector.hold(&mut sharder_done) => held,
+                _ = work => elector.hold(&mut sharder_done).await,
+            }
+        };
+        let (member, sharder) = tokio::join!(self.membership.hold(done), sharder);
+        member.and(sharder)
     }
 }

@@ -14,6 +14,7 @@ pub(crate) struct ShardStats {
     pub(crate) drain_micros_total: AtomicU64,
     pub(crate) drain_micros_last: AtomicU64,
     pub(crate) drains: AtomicU64,
+    pub(crate) relabels: AtomicU64,
 }
 
 impl ShardStats {
@@ -43,6 +44,12 @@ impl ShardStats {
                 "gauge",
                 "How many views this replica has acknowledged in its Lease.",
                 self.ring_version.load(Relaxed),
+            ),
+            (
+                "concord_shard_relabels_total",
+                "counter",
+                "Objects this replica labelled with their shard as the sharder (label mode).",
+                self.relabels.load(Relaxed),
             ),
             (
                 "concord_shard_drains_total",
