@@ -103,7 +103,17 @@ struct Replica {
 
 // ANCHOR: replica
 async fn replica(client: Client, namespace: &str, index: usize, log: &Log) -> Result<Replica> {
-    let args = ManagerArgs::new().with_shards(ShardingMode::Hash, namespace);
+    replica_in(ShardingMode::Hash, client, namespace, index, log).await
+}
+
+async fn replica_in(
+    mode: ShardingMode,
+    client: Client,
+    namespace: &str,
+    index: usize,
+    log: &Log,
+) -> Result<Replica> {
+    let args = ManagerArgs::new().with_shards(mode, namespace);
     let mut manager = Manager::builder("sharding-test")
         .with_client(client.clone())
         .with_args(args)
@@ -434,3 +444,115 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
     }
     Ok(())
 }
+
+// ANCHOR: label_mode
+#[tokio::test]
+async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let names = create_config_maps(&api, 300).await?;
+    let all = keys(ns.name(), &names);
+    let log: Log = Arc::default();
+    let mut replicas = Vec::new();
+    for i in 0..3 {
+        replicas.push(replica_in(ShardingMode::Label, env.client()?, ns.name(), i, &log).await?);
+    }
+    let label = "shard.concord.dev/sharding-test";
+    // Each replica's cache holds exactly the objects it owns, and every
+    // object carries its owner's member id.
+    let cached_own_shard = |replicas: &[Replica]| {
+        let refs: Vec<&Replica> = replicas.iter().collect();
+        settled(&refs, replicas.len())
+            && replicas
+                .iter()
+                .all(|r| r.shard.keys_cached() as u64 == r.shard.keys_owned())
+            && replicas
+                .iter()
+                .map(|r| r.shard.keys_cached())
+                .sum::<usize>()
+                == names.len()
+    };
+    ensure!(
+        eventually(Duration::from_secs(60), || cached_own_shard(&replicas)).await,
+        "three label-mode replicas did not each cache their own shard"
+    );
+    for replica in &replicas {
+        let cached = replica.shard.keys_cached();
+        println!(
+            "label mode: {} caches {cached} of 300",
+            replica.shard.member()
+        );
+        ensure!(
+            (60..=140).contains(&cached),
+            "a replica caches {cached} of 300 objects"
+        );
+    }
+    for cm in api.list(&Default::default()).await?.items {
+        let owner = replicas
+            .iter()
+            .find(|r| r.shard.owns(ns.name(), &cm.name_any()));
+        ensure!(
+            owner.map(|r| r.shard.member()) == cm.labels().get(label).map(String::as_str),
+            "{} is labelled {:?}",
+            cm.name_any(),
+            cm.labels().get(label)
+        );
+    }
+
+    // Replica 2 leaves cleanly: its objects are relabelled, and the new
+    // owners' watches pick them up and reconcile them.
+    let leaving = replicas.remove(2);
+    let indexed: Vec<(usize, &Replica)> = replicas.iter().enumerate().collect();
+    let moved: Vec<String> = all
+        .iter()
+        .filter(|k| {
+            let name = k.rsplit('/').next().unwrap_or_default();
+            leaving.shard.owns(ns.name(), name)
+        })
+        .cloned()
+        .collect();
+    drop(indexed);
+    leaving.stop.shutdown();
+    leaving.run.await??;
+    let left = Instant::now();
+    ensure!(
+        eventually(Duration::from_secs(60), || cached_own_shard(&replicas)).await,
+        "the two remaining replicas did not take over the leaver's shard"
+    );
+    let owners = owners(ns.name(), &names, &[(0, &replicas[0]), (1, &replicas[1])])?;
+    ensure!(
+        eventually(Duration::from_secs(30), || reconciled_by_owner_since(
+            &log, &owners, &moved, left
+        ))
+        .await,
+        "the relabelled objects were not reconciled by their new owners"
+    );
+    println!(
+        "label mode: {} objects relabelled and reconciled by their new owners {:?} after a clean leave",
+        moved.len(),
+        left.elapsed()
+    );
+    for cm in api.list(&Default::default()).await?.items {
+        let key = format!("{}/{}", ns.name(), cm.name_any());
+        let owner = replicas[owners[&key]].shard.member();
+        ensure!(
+            cm.labels().get(label).map(String::as_str) == Some(owner),
+            "{key} was not relabelled"
+        );
+    }
+    let overlapping = overlaps(&log);
+    ensure!(
+        overlapping.is_empty(),
+        "reconciles overlapped:\n{}",
+        overlapping.join("\n")
+    );
+    for replica in &replicas {
+        replica.stop.shutdown();
+    }
+    for replica in replicas {
+        replica.run.await??;
+    }
+    Ok(())
+}
+// ANCHOR_END: label_mode
