@@ -498,7 +498,8 @@ fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
                     resource = row.resource().unwrap_or("(default)"),
                     %operation,
                     "the `locked` strategy only orders writes inside one process: run a single replica \
-                     with --leader-elect, or choose `strict`, `update` or `apply`"
+                     with --leader-elect, shard with --shards so each object has one writer, \
+                     or choose `strict`, `update` or `apply`"
                 );
                 return;
             }
