@@ -148,14 +148,22 @@ impl ManagerBuilder {
             &self.args.health_probe_bind_address,
         )?;
         let counters = Arc::new(ClientCounters::default());
-        let client = match (self.client, self.kube_config) {
-            (Some(client), _) => client,
-            (None, Some(kube_config)) => throttle_aware_client(kube_config, counters.clone())
-                .map_err(|e| Error::Client {
-                    source_name: "the given configuration".into(),
-                    source: Box::new(e),
+        let (client, kube_config) = match (self.client, self.kube_config) {
+            (Some(client), _) => (client, None),
+            (None, Some(kube_config)) => (
+                throttle_aware_client(kube_config.clone(), counters.clone()).map_err(|e| {
+                    Error::Client {
+                        source_name: "the given configuration".into(),
+                        source: Box::new(e),
+                    }
                 })?,
-            (None, None) => connect(self.args.kubeconfig.as_deref(), counters.clone()).await?,
+                Some(kube_config),
+            ),
+            (None, None) => {
+                let (client, config) =
+                    connect(self.args.kubeconfig.as_deref(), counters.clone()).await?;
+                (client, Some(config))
+            }
         };
         let writes = Arc::new(WriteRegistry::new(
             client.clone(),
@@ -177,9 +185,14 @@ impl ManagerBuilder {
                 .leader_election_namespace
                 .clone()
                 .unwrap_or_else(pod_namespace);
+            // Membership gets its own connection when it can, so a renewal
+            // never queues behind the reconciles' requests.
+            let lease_client = kube_config
+                .and_then(|c| throttle_aware_client(c, Arc::default()).ok())
+                .unwrap_or_else(|| client.clone());
             Sharding::new(
                 self.args.shards,
-                client.clone(),
+                lease_client,
                 &namespace,
                 &self.name,
                 candidate_identity(),
@@ -510,7 +523,7 @@ fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
 async fn connect(
     kubeconfig: Option<&std::path::Path>,
     counters: Arc<ClientCounters>,
-) -> Result<Client, Error> {
+) -> Result<(Client, kube::Config), Error> {
     let fail = |name: String, e: Box<dyn std::error::Error + Send + Sync>| Error::Client {
         source_name: name,
         source: e,
@@ -534,7 +547,9 @@ async fn connect(
             (name, config)
         }
     };
-    throttle_aware_client(config, counters).map_err(|e| fail(name, Box::new(e)))
+    let client =
+        throttle_aware_client(config.clone(), counters).map_err(|e| fail(name, Box::new(e)))?;
+    Ok((client, config))
 }
 
 /// `hostname_<unique suffix>`, as controller-runtime does, so that several
