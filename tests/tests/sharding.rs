@@ -298,7 +298,7 @@ async fn three_replicas_share_3000_objects_and_never_overlap() -> Result<()> {
     // Moved keys are reconciled by their new owner once it has them.
     let since = Instant::now() - Duration::from_secs(3600);
     ensure!(
-        eventually(Duration::from_secs(30), || reconciled_by_owner_since(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
             &log, &owners, &all, since
         ))
         .await,
@@ -392,7 +392,7 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
         "a fourth replica took {share:.3} of the keys"
     );
     ensure!(
-        eventually(Duration::from_secs(30), || reconciled_by_owner_since(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
             &log, &after, &moved, joined
         ))
         .await,
@@ -419,7 +419,7 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
     );
     let last = owners(ns.name(), &names, &survivors)?;
     ensure!(
-        eventually(Duration::from_secs(30), || reconciled_by_owner_since(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
             &log, &last, &lost, crash
         ))
         .await,
@@ -522,7 +522,7 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     );
     let owners = owners(ns.name(), &names, &[(0, &replicas[0]), (1, &replicas[1])])?;
     ensure!(
-        eventually(Duration::from_secs(30), || reconciled_by_owner_since(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
             &log, &owners, &moved, left
         ))
         .await,
