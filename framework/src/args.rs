@@ -41,6 +41,11 @@ pub struct ManagerArgs {
     /// Namespace of the leader-election Lease; defaults to the pod's namespace, else `default`.
     #[arg(long = "leader-election-namespace")]
     pub leader_election_namespace: Option<String>,
+    /// Divide the objects among the replicas: `hash` (each replica watches
+    /// everything, reconciles its share) or `label` (each watches only its
+    /// shard's label); `off` (default) runs every object here.
+    #[arg(long = "shards", value_enum, default_value = "off")]
+    pub shards: crate::ShardingMode,
     /// Print the effective feature gates and strategy table with their reasons, then exit.
     #[arg(long)]
     pub explain: bool,
@@ -118,6 +123,15 @@ impl ManagerArgs {
     ) -> Self {
         self.leader_elect = true;
         self.leader_election_id = id.into();
+        self.leader_election_namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets `--shards` and the namespace of the membership Leases
+    /// (`--leader-election-namespace`).
+    #[must_use]
+    pub fn with_shards(mut self, mode: crate::ShardingMode, namespace: impl Into<String>) -> Self {
+        self.shards = mode;
         self.leader_election_namespace = Some(namespace.into());
         self
     }

@@ -8,11 +8,11 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use crate::metrics::ReconcileCounters;
+use crate::sharding::hooks::{self as shard, Admission};
 use crate::{Context, Object, Reconciler};
 
 /// Per-object exponential requeue backoff after failures, as
@@ -54,6 +54,8 @@ pub(crate) struct Shared<K, R> {
     pub(crate) counters: Arc<ReconcileCounters>,
     pub(crate) backoff: Backoff,
     pub(crate) name: String,
+    /// The sharding gate, when the manager is sharded.
+    pub(crate) shard: Option<Arc<crate::sharding::hooks::Gate>>,
 }
 
 fn key_of<K: Resource>(object: &K) -> String {
@@ -69,10 +71,20 @@ where
     K: Object,
     R: Reconciler<K>,
 {
+    let key = key_of(object.as_ref());
+    let admission = shard::admit(shared.shard.as_ref(), &key);
+    if let Admission::Refused = admission {
+        return Ok(Action::await_change());
+    }
     let start = Instant::now();
     shared.counters.in_flight.fetch_add(1, Relaxed);
-    let key = key_of(object.as_ref());
-    let result = shared.reconciler.reconcile(object, &shared.context).await;
+    let work = shared.reconciler.reconcile(object, &shared.context);
+    let Some(result) = shard::fenced(shared.shard.as_ref(), work).await else {
+        shared.counters.in_flight.fetch_sub(1, Relaxed);
+        tracing::warn!(controller = %shared.name, object = %key, "reconcile cancelled: the shard membership lease was not renewed in time");
+        return Ok(Action::await_change());
+    };
+    drop(admission);
     shared.counters.in_flight.fetch_sub(1, Relaxed);
     let micros = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
     shared.counters.seconds_micros.fetch_add(micros, Relaxed);
@@ -107,7 +119,9 @@ where
     F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
 {
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let controller = customize(Controller::new(api, watcher::Config::default()));
+        let config = shard::watcher_config(shared.shard.as_ref());
+        let controller = customize(Controller::new(api.clone(), config));
+        let controller = shard::attach(shared.shard.as_ref(), &api, controller);
         let name = shared.name.clone();
         Box::pin(async move {
             let stop = async move {

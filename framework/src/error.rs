@@ -47,6 +47,18 @@ pub enum Error {
         /// What happened.
         message: String,
     },
+    /// A sharded replica lost its membership Lease; it stopped reconciling
+    /// before the Lease could expire.
+    #[error("shard membership on lease {lease} failed: {message}")]
+    ShardMembership {
+        /// `namespace/name` of the Lease.
+        lease: String,
+        /// What happened.
+        message: String,
+    },
+    /// The sharding settings are impossible (`--shards`, lease timings).
+    #[error("invalid sharding settings: {0}")]
+    ShardingConfig(String),
     /// A configuration file named on the command line does not exist.
     #[error("config file {0} does not exist")]
     MissingConfigFile(PathBuf),

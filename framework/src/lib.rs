@@ -10,6 +10,7 @@
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
+//! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |
 //! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
 //! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
 //!
@@ -33,6 +34,7 @@ mod metrics;
 mod object;
 mod rbac;
 mod reconciler;
+mod sharding;
 mod writes;
 
 #[doc(inline)]
@@ -57,6 +59,8 @@ pub use object::Object;
 pub use rbac::{Permissions, strategy_verbs};
 #[doc(inline)]
 pub use reconciler::Reconciler;
+#[doc(inline)]
+pub use sharding::{ShardHandle, ShardingMode};
 #[doc(inline)]
 pub use writes::ResourceWriter;
 

@@ -24,6 +24,7 @@ pub struct Metrics {
     reconciles: Mutex<BTreeMap<String, Arc<ReconcileCounters>>>,
     leader: AtomicU64,
     client: Arc<ClientCounters>,
+    sharding: std::sync::OnceLock<Arc<crate::sharding::ShardStats>>,
 }
 
 impl Metrics {
@@ -33,7 +34,12 @@ impl Metrics {
             reconciles: Mutex::new(BTreeMap::new()),
             leader: AtomicU64::new(0),
             client,
+            sharding: std::sync::OnceLock::new(),
         }
+    }
+
+    pub(crate) fn set_sharding(&self, stats: Arc<crate::sharding::ShardStats>) {
+        let _ = self.sharding.set(stats);
     }
 
     pub(crate) fn controller(&self, name: &str) -> Arc<ReconcileCounters> {
@@ -82,6 +88,9 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE concord_leader gauge");
         let _ = writeln!(out, "concord_leader {}", self.leader.load(Relaxed));
+        if let Some(stats) = self.sharding.get() {
+            stats.render(&mut out);
+        }
         out
     }
 

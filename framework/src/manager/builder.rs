@@ -9,7 +9,8 @@ use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::watch;
 
 use super::Manager;
-use super::connection::connect;
+use super::connection::{candidate_identity, connect, pod_namespace};
+use crate::sharding::{self, Sharding};
 use crate::http::{bind, parse_bind};
 use crate::leader::LeaderElectionConfig;
 use crate::writes::WriteRegistry;
@@ -123,7 +124,15 @@ impl ManagerBuilder {
             let text = if self.args.explain_yaml {
                 explanation.to_yaml()
             } else {
-                explanation.to_string()
+                let namespace = self
+                    .args
+                    .leader_election_namespace
+                    .clone()
+                    .unwrap_or_else(pod_namespace);
+                format!(
+                    "{explanation}{}",
+                    sharding::explain(self.args.shards, &self.name, &namespace, &self.leader)
+                )
             };
             return Ok(Built::Explained(text));
         }
@@ -144,7 +153,16 @@ impl ManagerBuilder {
             return Err(Error::ExplainRequested);
         }
         let config = self.args.load_config(self.registry)?;
-        warn_if_unsafe_for_replicas(&config, self.args.leader_elect);
+        if self.args.shards.is_on() {
+            if self.args.leader_elect {
+                return Err(Error::ShardingConfig(format!(
+                    "--shards={} and --leader-elect together: a sharded replica reconciles its share without waiting for leadership; drop --leader-elect",
+                    self.args.shards
+                )));
+            }
+            sharding::validate(&self.leader)?;
+        }
+        warn_if_unsafe_for_replicas(&config, self.args.leader_elect || self.args.shards.is_on());
 
         let metrics_at = parse_bind("--metrics-bind-address", &self.args.metrics_bind_address)?;
         let health_at = parse_bind(
@@ -152,14 +170,22 @@ impl ManagerBuilder {
             &self.args.health_probe_bind_address,
         )?;
         let counters = Arc::new(ClientCounters::default());
-        let client = match (self.client, self.kube_config) {
-            (Some(client), _) => client,
-            (None, Some(kube_config)) => throttle_aware_client(kube_config, counters.clone())
-                .map_err(|e| Error::Client {
-                    source_name: "the given configuration".into(),
-                    source: Box::new(e),
+        let (client, kube_config) = match (self.client, self.kube_config) {
+            (Some(client), _) => (client, None),
+            (None, Some(kube_config)) => (
+                throttle_aware_client(kube_config.clone(), counters.clone()).map_err(|e| {
+                    Error::Client {
+                        source_name: "the given configuration".into(),
+                        source: Box::new(e),
+                    }
                 })?,
-            (None, None) => connect(self.args.kubeconfig.as_deref(), counters.clone()).await?,
+                Some(kube_config),
+            ),
+            (None, None) => {
+                let (client, config) =
+                    connect(self.args.kubeconfig.as_deref(), counters.clone()).await?;
+                (client, Some(config))
+            }
         };
         let writes = Arc::new(WriteRegistry::new(
             client.clone(),
@@ -175,8 +201,32 @@ impl ManagerBuilder {
             Some(at) => Some(bind(at, "health probes").await?),
             None => None,
         };
+        let sharding = self.args.shards.is_on().then(|| {
+            let namespace = self
+                .args
+                .leader_election_namespace
+                .clone()
+                .unwrap_or_else(pod_namespace);
+            // Membership gets its own connection when it can, so a renewal
+            // never queues behind the reconciles' requests.
+            let lease_client = kube_config
+                .and_then(|c| throttle_aware_client(c, Arc::default()).ok())
+                .unwrap_or_else(|| client.clone());
+            Sharding::new(
+                self.args.shards,
+                lease_client,
+                &namespace,
+                &self.name,
+                candidate_identity(),
+                self.leader,
+            )
+        });
+        if let Some(sharding) = &sharding {
+            metrics.set_sharding(sharding.stats());
+        }
         let (shutdown, _) = watch::channel(false);
         Ok(Manager {
+            sharding,
             recorder: Recorder::new(
                 client.clone(),
                 Reporter {
@@ -247,7 +297,8 @@ fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
                     resource = row.resource().unwrap_or("(default)"),
                     %operation,
                     "the `locked` strategy only orders writes inside one process: run a single replica \
-                     with --leader-elect, or choose `strict`, `update` or `apply`"
+                     with --leader-elect, shard with --shards so each object has one writer, \
+                     or choose `strict`, `update` or `apply`"
                 );
                 return;
             }

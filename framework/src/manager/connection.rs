@@ -9,7 +9,7 @@ use crate::{ClientCounters, Error, throttle_aware_client};
 pub(super) async fn connect(
     kubeconfig: Option<&std::path::Path>,
     counters: Arc<ClientCounters>,
-) -> Result<Client, Error> {
+) -> Result<(Client, kube::Config), Error> {
     let fail = |name: String, e: Box<dyn std::error::Error + Send + Sync>| Error::Client {
         source_name: name,
         source: e,
@@ -33,7 +33,9 @@ pub(super) async fn connect(
             (name, config)
         }
     };
-    throttle_aware_client(config, counters).map_err(|e| fail(name, Box::new(e)))
+    let client =
+        throttle_aware_client(config.clone(), counters).map_err(|e| fail(name, Box::new(e)))?;
+    Ok((client, config))
 }
 
 /// `hostname_<unique suffix>`, as controller-runtime does, so that several

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::controller::{Backoff, Pending, Shared, pending};
 use crate::leader::LeaderElectionConfig;
+use crate::sharding::{ShardHandle, Sharding};
 use crate::writes::WriteRegistry;
 use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
 
@@ -64,6 +65,7 @@ pub struct Manager {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    sharding: Option<Sharding>,
 }
 
 impl Debug for Manager {
@@ -122,6 +124,11 @@ impl Manager {
             .and_then(|l| l.local_addr().ok())
     }
 
+    /// This replica's place in the shard ring, when `--shards` is on.
+    pub fn sharding(&self) -> Option<ShardHandle> {
+        self.sharding.as_ref().map(Sharding::handle)
+    }
+
     /// A handle that stops [`run`](Self::run) gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle(self.shutdown.clone())
@@ -156,6 +163,7 @@ impl Manager {
             counters: self.metrics.controller(name),
             backoff: Backoff::default(),
             name: name.to_owned(),
+            shard: self.sharding.as_ref().map(Sharding::gate),
         });
         self.controllers.push(pending(api, shared, customize));
     }

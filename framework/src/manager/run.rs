@@ -53,8 +53,13 @@ impl Manager {
             None
         };
         self.metrics.set_leader(true);
+        let mut sharding = self.sharding.take();
+        if let Some(sharding) = sharding.as_mut() {
+            sharding.join().await?;
+        }
 
         let (done_tx, mut done_rx) = watch::channel(false);
+        let mut shard_done = done_rx.clone();
         let grace = self.grace;
         let stop = self.shutdown.subscribe();
         let futures: Vec<_> = self
@@ -86,8 +91,19 @@ impl Manager {
             }
             result
         };
-        let ((), held) = tokio::join!(controllers, holding);
-        held
+        let shutdown_tx = self.shutdown.clone();
+        let member = async {
+            let Some(sharding) = sharding.as_mut() else {
+                return Ok(());
+            };
+            let result = sharding.hold(&mut shard_done).await;
+            if result.is_err() {
+                shutdown_tx.send_replace(true);
+            }
+            result
+        };
+        let ((), held, member) = tokio::join!(controllers, holding, member);
+        held.and(member)
     }
 }
 

@@ -1,0 +1,391 @@
+//! The gate every reconcile of a sharded manager passes: it admits a key
+//! only while this replica owns it, has claimed it in its Lease, and every
+//! other live member has acknowledged a view in which it does not own it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use futures::Stream;
+use tokio::sync::{Notify, watch};
+
+use super::ring::{MemberId, View};
+use super::stats::ShardStats;
+
+/// What a member has published: the view it acknowledged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Peer {
+    pub(crate) id: MemberId,
+    pub(crate) acked: View,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The live members as last observed, this replica included.
+    target: View,
+    /// Every view that may be in our Lease on the server now: one after a
+    /// successful write, more while a write's outcome is unknown.
+    claims: Vec<View>,
+    /// The other live members' acknowledged views, read after our last
+    /// write; `None` until such a read succeeded.
+    peers: Option<Vec<Peer>>,
+    /// Reconciles may start and run until then: last renewal sent + renew deadline.
+    fence: Instant,
+    /// Keys in a reconcile now, with how many controllers hold each.
+    in_flight: HashMap<String, u32>,
+}
+
+/// Lists the `namespace/name` keys of one controller's store.
+pub(crate) type Lister = Box<dyn Fn() -> Vec<String> + Send + Sync>;
+
+/// One replica's admission gate, shared by its controllers and its
+/// membership loop.
+pub(crate) struct ShardGate {
+    me: MemberId,
+    /// In `label` mode, the label selector of this replica's shard.
+    pub(crate) selector: Option<String>,
+    /// In `label` mode, the label key that carries the owner.
+    pub(crate) label: Option<String>,
+    state: Mutex<State>,
+    /// Signalled when a reconcile ends, so a pending drain is re-checked.
+    drained: Notify,
+    /// Bumped whenever keys may have become startable.
+    wake: watch::Sender<u64>,
+    pub(crate) stats: Arc<ShardStats>,
+    /// Key listers, one per controller store, for the owned-keys and moves metrics.
+    listers: Mutex<Vec<Lister>>,
+    /// `label` mode: the sharders to run when this replica holds the sharder Lease.
+    labellers: Mutex<Vec<super::sharder::Labeller>>,
+    generation: AtomicU64,
+}
+
+impl std::fmt::Debug for ShardGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardGate")
+            .field("me", &self.me)
+            .field("selector", &self.selector)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Marks a key as in a reconcile on this replica until dropped.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    gate: Arc<ShardGate>,
+    key: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut state = self.gate.lock();
+        if let Some(n) = state.in_flight.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                state.in_flight.remove(&self.key);
+            }
+        }
+        drop(state);
+        self.gate.drained.notify_one();
+    }
+}
+
+impl ShardGate {
+    pub(crate) fn new(me: MemberId, label: Option<String>) -> Self {
+        let (wake, _) = watch::channel(0);
+        ShardGate {
+            selector: label.as_ref().map(|l| format!("{l}={me}")),
+            label,
+            me,
+            state: Mutex::new(State {
+                target: View::default(),
+                claims: vec![View::default()],
+                peers: None,
+                fence: Instant::now(),
+                in_flight: HashMap::new(),
+            }),
+            drained: Notify::new(),
+            wake,
+            stats: Arc::default(),
+            listers: Mutex::new(Vec::new()),
+            labellers: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// This replica's member id.
+    pub(crate) fn me(&self) -> &str {
+        &self.me
+    }
+
+    /// Admits `key` into a reconcile, or `None` when this replica must not
+    /// reconcile it now (not its key, not yet handed over, or fenced).
+    pub(crate) fn try_start(self: &Arc<Self>, key: &str) -> Option<InFlight> {
+        let mut state = self.lock();
+        let me = self.me.as_str();
+        let admitted = Instant::now() < state.fence
+            && state.target.owns(me, key)
+            && state.claims.iter().all(|claim| claim.owns(me, key))
+            && state.peers.as_ref().is_some_and(|peers| {
+                peers
+                    .iter()
+                    .all(|peer| peer.id == me || !peer.acked.owns(&peer.id, key))
+            });
+        if !admitted {
+            return None;
+        }
+        *state.in_flight.entry(key.to_owned()).or_insert(0) += 1;
+        Some(InFlight {
+            gate: self.clone(),
+            key: key.to_owned(),
+        })
+    }
+
+    /// Whether `key` belongs to this replica in the view it acknowledged.
+    pub(crate) fn owns(&self, key: &str) -> bool {
+        let state = self.lock();
+        state.claims.len() == 1 && state.claims[0].owns(&self.me, key)
+    }
+
+    /// Resolves when the fence passes: the last renewal is older than the
+    /// renew deadline, so the Lease may expire soon and the key move.
+    pub(crate) async fn fenced(&self) {
+        loop {
+            let fence = self.lock().fence;
+            if Instant::now() >= fence {
+                return;
+            }
+            tokio::time::sleep_until(fence.into()).await;
+        }
+    }
+
+    pub(crate) fn set_fence(&self, until: Instant) {
+        self.lock().fence = until;
+    }
+
+    /// The view to write into our Lease next: the observed live view once
+    /// no reconcile of a key it takes away is running, else the current
+    /// claim. Recorded as a possible claim before the write is sent.
+    pub(crate) fn next_claim(&self) -> View {
+        let mut state = self.lock();
+        let me = self.me.as_str();
+        let drained = state.in_flight.keys().all(|k| state.target.owns(me, k));
+        let next = if drained {
+            state.target.clone()
+        } else {
+            state.claims.last().cloned().unwrap_or_default()
+        };
+        if !state.claims.contains(&next) {
+            state.claims.push(next.clone());
+        }
+        next
+    }
+
+    /// Our Lease now holds `view`: it is the only claim, and peers must be
+    /// read again before a newly claimed key may start.
+    pub(crate) fn claimed(&self, view: &View) {
+        let mut state = self.lock();
+        let changed = state.claims.len() != 1 || &state.claims[0] != view;
+        state.claims = vec![view.clone()];
+        if changed {
+            state.peers = None;
+        }
+    }
+
+    /// The claim we acknowledged, when only one can be on the server.
+    pub(crate) fn acked(&self) -> Option<View> {
+        let state = self.lock();
+        (state.claims.len() == 1).then(|| state.claims[0].clone())
+    }
+
+    /// Records what a read of every membership Lease showed.
+    pub(crate) fn observed(&self, target: View, peers: Vec<Peer>) {
+        let mut state = self.lock();
+        let changed = state.target != target || state.peers.as_ref() != Some(&peers);
+        state.target = target;
+        state.peers = Some(peers);
+        drop(state);
+        if changed {
+            self.wake();
+        }
+    }
+
+    /// Whether a reconcile of a key we no longer own is still running.
+    pub(crate) fn draining(&self) -> bool {
+        let state = self.lock();
+        let me = self.me.as_str();
+        state.in_flight.keys().any(|k| !state.target.owns(me, k))
+    }
+
+    /// Whether the claim in our Lease differs from the observed view.
+    pub(crate) fn behind(&self) -> bool {
+        let state = self.lock();
+        state.claims.len() != 1 || state.claims[0] != state.target
+    }
+
+    /// Whether every live peer acknowledged the view this replica observes.
+    pub(crate) fn settled(&self) -> bool {
+        let state = self.lock();
+        state
+            .peers
+            .as_ref()
+            .is_some_and(|peers| peers.iter().all(|peer| peer.acked == state.target))
+    }
+
+    /// Waits until a reconcile ends.
+    pub(crate) async fn reconcile_ended(&self) {
+        self.drained.notified().await;
+    }
+
+    /// Tells every controller to offer its objects to the gate again.
+    pub(crate) fn wake(&self) {
+        let n = self.generation.fetch_add(1, Relaxed) + 1;
+        self.wake.send_replace(n);
+    }
+
+    /// A stream that yields whenever keys may have become startable, for
+    /// `Controller::reconcile_all_on`.
+    pub(crate) fn wakes(&self) -> impl Stream<Item = ()> + Send + 'static {
+        let rx = self.wake.subscribe();
+        futures::stream::unfold(rx, |mut rx| async move {
+            rx.changed().await.ok()?;
+            Some(((), rx))
+        })
+    }
+
+    /// Registers a controller's store, listing `namespace/name` keys.
+    pub(crate) fn add_lister(&self, lister: Lister) {
+        self.listers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(lister);
+    }
+
+    /// Registers the sharder of one controller's resource (`label` mode).
+    pub(crate) fn add_labeller(&self, labeller: super::sharder::Labeller) {
+        self.labellers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(labeller);
+    }
+
+    /// Takes the registered sharders, to start them.
+    pub(crate) fn take_labellers(&self) -> Vec<super::sharder::Labeller> {
+        std::mem::take(
+            &mut *self
+                .labellers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Every key in every registered store.
+    pub(crate) fn known_keys(&self) -> Vec<String> {
+        let listers = self.listers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut keys: Vec<String> = listers.iter().flat_map(|list| list()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// The members as last observed.
+    pub(crate) fn target(&self) -> View {
+        self.lock().target.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn gate(me: &str) -> Arc<ShardGate> {
+        let gate = Arc::new(ShardGate::new(me.into(), None));
+        gate.set_fence(Instant::now() + Duration::from_secs(60));
+        gate
+    }
+
+    fn key_owned_by(view: &View, member: &str) -> String {
+        (0..)
+            .map(|i| format!("ns/k{i}"))
+            .find(|k| view.owns(member, k))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_new_owner_waits_for_the_old_owner_to_acknowledge() {
+        let alone = View::new(["a".to_owned()]);
+        let both = View::new(["a".to_owned(), "b".to_owned()]);
+        let key = key_owned_by(&both, "b");
+        let b = gate("b");
+        b.observed(
+            both.clone(),
+            vec![Peer {
+                id: "a".into(),
+                acked: alone.clone(),
+            }],
+        );
+        let claim = b.next_claim();
+        b.claimed(&claim);
+        // Our write must be followed by a fresh read of the peers.
+        assert!(b.try_start(&key).is_none());
+        b.observed(
+            both.clone(),
+            vec![Peer {
+                id: "a".into(),
+                acked: alone,
+            }],
+        );
+        assert!(b.try_start(&key).is_none(), "a still claims the key");
+        b.observed(
+            both.clone(),
+            vec![Peer {
+                id: "a".into(),
+                acked: both,
+            }],
+        );
+        assert!(b.try_start(&key).is_some());
+    }
+
+    #[test]
+    fn the_old_owner_acknowledges_only_after_draining() {
+        let alone = View::new(["a".to_owned()]);
+        let both = View::new(["a".to_owned(), "b".to_owned()]);
+        let moving = key_owned_by(&both, "b");
+        let a = gate("a");
+        a.observed(alone.clone(), vec![]);
+        let first = a.next_claim();
+        a.claimed(&first);
+        a.observed(alone.clone(), vec![]);
+        let running = a.try_start(&moving).expect("a owns every key alone");
+        a.observed(
+            both.clone(),
+            vec![Peer {
+                id: "b".into(),
+                acked: View::default(),
+            }],
+        );
+        assert!(a.try_start(&moving).is_none(), "no new start of a lost key");
+        assert_eq!(a.next_claim(), alone, "cannot acknowledge while draining");
+        drop(running);
+        assert_eq!(a.next_claim(), both);
+    }
+
+    #[test]
+    fn nothing_starts_past_the_fence() {
+        let alone = View::new(["a".to_owned()]);
+        let a = gate("a");
+        a.observed(alone.clone(), vec![]);
+        let claim = a.next_claim();
+        a.claimed(&claim);
+        a.observed(alone, vec![]);
+        assert!(a.try_start("ns/x").is_some());
+        a.set_fence(Instant::now());
+        assert!(a.try_start("ns/x").is_none());
+    }
+}

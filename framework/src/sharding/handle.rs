@@ -1,0 +1,60 @@
+//! A read-only view of one replica's place in the ring.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::gate::ShardGate;
+
+/// What one replica of a sharded manager knows about the ring: its member
+/// id, the live members, and which objects it owns. Get it from
+/// [`Manager::sharding`](crate::Manager::sharding).
+#[derive(Clone, Debug)]
+pub struct ShardHandle {
+    pub(crate) gate: Arc<ShardGate>,
+}
+
+impl ShardHandle {
+    /// This replica's member id (the suffix of its Lease name, and its
+    /// label value in `label` mode).
+    pub fn member(&self) -> &str {
+        self.gate.me()
+    }
+
+    /// The live members this replica last observed, itself included, sorted.
+    pub fn members(&self) -> Vec<String> {
+        self.gate.target().members().to_vec()
+    }
+
+    /// Whether this replica owns the object `namespace/name` in the view it
+    /// acknowledged (for a cluster-scoped object, `namespace` is empty).
+    pub fn owns(&self, namespace: &str, name: &str) -> bool {
+        self.gate.owns(&format!("{namespace}/{name}"))
+    }
+
+    /// Whether every live member has acknowledged the view this replica
+    /// observes, and this replica has too: no handover is under way.
+    pub fn settled(&self) -> bool {
+        !self.gate.behind() && self.gate.settled()
+    }
+
+    /// How many views this replica has acknowledged.
+    pub fn ring_version(&self) -> u64 {
+        self.gate.stats.ring_version.load(Relaxed)
+    }
+
+    /// Objects in this replica's caches that it owns (refreshed every
+    /// retry period).
+    pub fn keys_owned(&self) -> u64 {
+        self.gate.stats.keys_owned.load(Relaxed)
+    }
+
+    /// Objects in this replica's caches (in `label` mode, its shard only).
+    pub fn keys_cached(&self) -> usize {
+        self.gate.known_keys().len()
+    }
+
+    /// Objects that moved to or from this replica so far.
+    pub fn moves(&self) -> u64 {
+        self.gate.stats.moves.load(Relaxed)
+    }
+}

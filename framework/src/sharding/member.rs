@@ -1,0 +1,427 @@
+//! Membership: one Lease per replica, renewed like the leader-election
+//! Lease, carrying the view the replica acknowledged; and the loop that
+//! renews it, reads everyone else's, and acknowledges new views once the
+//! keys they take away are drained.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use kube::core::ObjectMeta;
+use tokio::sync::watch;
+
+use super::gate::{Peer, ShardGate};
+use super::ring::{View, member_id};
+use crate::{Error, LeaderElectionConfig};
+
+/// Label on every membership Lease: the sharded manager it belongs to.
+pub(crate) const MANAGER_LABEL: &str = "shard.concord.dev/manager";
+/// Label on every membership Lease: the member id.
+pub(crate) const MEMBER_LABEL: &str = "shard.concord.dev/member";
+/// Annotation on every membership Lease: the view it acknowledged.
+pub(crate) const ACKED_ANNOTATION: &str = "shard.concord.dev/acked";
+
+/// One replica's membership in the ring of a sharded manager.
+pub(crate) struct Membership {
+    api: Api<Lease>,
+    gate: Arc<ShardGate>,
+    identity: String,
+    manager: String,
+    lease_name: String,
+    config: LeaderElectionConfig,
+    /// Other Leases: resourceVersion last seen and since when (own clock).
+    seen: HashMap<String, (String, Instant)>,
+    ours: Option<Lease>,
+    renewed: Instant,
+    written: Instant,
+    behind_since: Option<Instant>,
+}
+
+impl Membership {
+    pub(crate) fn new(
+        api: Api<Lease>,
+        gate: Arc<ShardGate>,
+        identity: String,
+        manager: String,
+        config: LeaderElectionConfig,
+    ) -> Self {
+        let lease_name = lease_name(&manager, gate.me());
+        Membership {
+            api,
+            gate,
+            identity,
+            manager,
+            lease_name,
+            config,
+            seen: HashMap::new(),
+            ours: None,
+            renewed: Instant::now(),
+            written: Instant::now(),
+            behind_since: None,
+        }
+    }
+
+    /// `namespace/name` of this replica's Lease.
+    pub(crate) fn lease(&self) -> String {
+        format!(
+            "{}/{}",
+            self.api.namespace().unwrap_or("default"),
+            self.lease_name
+        )
+    }
+
+    fn lost(&self, message: &str) -> Error {
+        Error::ShardMembership {
+            lease: self.lease(),
+            message: message.into(),
+        }
+    }
+
+    /// Creates this replica's Lease, claiming nothing, and reads the others.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardMembership`] when the Lease cannot be created.
+    pub(crate) async fn join(&mut self) -> Result<(), Error> {
+        let sent = Instant::now();
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.lease_name.clone()),
+                labels: Some(BTreeMap::from([
+                    (MANAGER_LABEL.to_owned(), self.manager.clone()),
+                    (MEMBER_LABEL.to_owned(), self.gate.me().to_owned()),
+                ])),
+                annotations: Some(BTreeMap::from([(
+                    ACKED_ANNOTATION.to_owned(),
+                    String::new(),
+                )])),
+                ..Default::default()
+            },
+            spec: Some(self.spec()),
+        };
+        let created = self
+            .api
+            .create(&PostParams::default(), &lease)
+            .await
+            .map_err(|e| self.lost(&format!("creating the membership lease failed: {e}")))?;
+        self.ours = Some(created);
+        self.renewed = sent;
+        self.written = sent;
+        self.gate.claimed(&View::default());
+        self.gate.set_fence(sent + self.config.renew_deadline);
+        self.read().await;
+        tracing::info!(lease = %self.lease(), member = self.gate.me(), "joined the shard ring");
+        Ok(())
+    }
+
+    /// Renews the Lease and acknowledges views until `done` (the
+    /// controllers have stopped; the Lease is then deleted so the others
+    /// take over at once) or until renewal fails for the renew deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardMembership`] when the Lease could not be renewed in time;
+    /// no reconcile runs past that point.
+    pub(crate) async fn hold(&mut self, done: &mut watch::Receiver<bool>) -> Result<(), Error> {
+        let fast = self.config.retry_period / 5;
+        loop {
+            let previous = self.gate.acked();
+            let claim = self.gate.next_claim();
+            let changed = previous.as_ref() != Some(&claim);
+            if changed || self.written.elapsed() >= self.config.retry_period {
+                self.write(previous, claim, changed).await;
+            }
+            if self.renewed.elapsed() > self.config.renew_deadline {
+                self.gate.set_fence(Instant::now());
+                return Err(self.lost("the lease could not be renewed within the renew deadline"));
+            }
+            self.read().await;
+            self.account();
+            // Poll faster while a handover is under way, so moved keys start soon.
+            let pause = if self.gate.behind() || !self.gate.settled() {
+                fast
+            } else {
+                self.config.retry_period
+            };
+            let stop = tokio::select! {
+                _ = tokio::time::sleep(pause) => false,
+                _ = self.gate.reconcile_ended(), if self.gate.draining() => false,
+                () = stopped(done) => true,
+            };
+            if stop {
+                self.leave().await;
+                return Ok(());
+            }
+        }
+    }
+
+    async fn write(&mut self, previous: Option<View>, claim: View, changed: bool) {
+        let Some(mut lease) = self.ours.clone() else {
+            return;
+        };
+        let sent = Instant::now();
+        lease.spec = Some(self.spec());
+        lease
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(ACKED_ANNOTATION.to_owned(), claim.to_string());
+        match self
+            .api
+            .replace(&self.lease_name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(stored) => {
+                self.ours = Some(stored);
+                self.renewed = sent;
+                self.written = sent;
+                self.gate.set_fence(sent + self.config.renew_deadline);
+                self.gate.claimed(&claim);
+                if changed {
+                    self.acknowledged(previous.as_ref(), &claim);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, lease = %self.lease(), "renewing the membership lease failed");
+                if let Ok(fresh) = self.api.get(&self.lease_name).await {
+                    let ours = fresh
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.holder_identity.as_deref())
+                        == Some(self.identity.as_str());
+                    if ours {
+                        self.ours = Some(fresh);
+                    }
+                }
+            }
+        }
+    }
+
+    fn acknowledged(&mut self, previous: Option<&View>, claim: &View) {
+        let stats = &self.gate.stats;
+        stats.ring_version.fetch_add(1, Relaxed);
+        if let Some(since) = self.behind_since.take() {
+            let micros = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+            stats.drain_micros_last.store(micros, Relaxed);
+            stats.drain_micros_total.fetch_add(micros, Relaxed);
+            stats.drains.fetch_add(1, Relaxed);
+        }
+        let me = self.gate.me();
+        let moved = match previous {
+            Some(before) => self
+                .gate
+                .known_keys()
+                .iter()
+                .filter(|k| before.owns(me, k) != claim.owns(me, k))
+                .count(),
+            None => 0,
+        };
+        stats.moves.fetch_add(moved as u64, Relaxed);
+        tracing::info!(
+            lease = %self.lease(),
+            view = %claim.fingerprint(),
+            members = claim.members().len(),
+            moved,
+            "acknowledged a new shard view"
+        );
+        self.gate.wake();
+    }
+
+    /// Reads every membership Lease of this manager (a consistent read,
+    /// after our own write) and tells the gate who is live and what each
+    /// acknowledged.
+    async fn read(&mut self) {
+        let params = ListParams::default().labels(&format!("{MANAGER_LABEL}={}", self.manager));
+        let list = match self.api.list(&params).await {
+            Ok(list) => list,
+            Err(error) => {
+                tracing::warn!(%error, lease = %self.lease(), "listing membership leases failed");
+                return;
+            }
+        };
+        let me = self.gate.me().to_owned();
+        let mut live = vec![me.clone()];
+        let mut peers = Vec::new();
+        let mut names = Vec::new();
+        for lease in &list.items {
+            let Some(name) = lease.metadata.name.clone() else {
+                continue;
+            };
+            let Some(id) = lease
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(MEMBER_LABEL))
+            else {
+                continue;
+            };
+            if *id == me {
+                continue;
+            }
+            names.push(name.clone());
+            let version = lease.metadata.resource_version.clone().unwrap_or_default();
+            let entry = self
+                .seen
+                .entry(name.clone())
+                .or_insert_with(|| (version.clone(), Instant::now()));
+            if entry.0 != version {
+                *entry = (version.clone(), Instant::now());
+            }
+            let spec = lease.spec.clone().unwrap_or_default();
+            let duration = Duration::from_secs(
+                u64::try_from(spec.lease_duration_seconds.unwrap_or(15).max(1)).unwrap_or(15),
+            );
+            let held = spec.holder_identity.is_some_and(|h| !h.is_empty());
+            let unchanged = entry.1.elapsed();
+            if held && unchanged <= duration {
+                live.push(id.clone());
+                let acked = lease
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(ACKED_ANNOTATION))
+                    .map(|a| View::parse(a))
+                    .unwrap_or_default();
+                peers.push(Peer {
+                    id: id.clone(),
+                    acked,
+                });
+            } else if unchanged > duration * 2 {
+                self.collect(&name, &version).await;
+            }
+        }
+        self.seen.retain(|name, _| names.contains(name));
+        peers.sort_by(|a, b| a.id.cmp(&b.id));
+        let target = View::new(live);
+        if self.gate.acked().as_ref() == Some(&target) {
+            self.behind_since = None;
+        } else {
+            self.behind_since.get_or_insert_with(Instant::now);
+        }
+        self.gate
+            .stats
+            .members
+            .store(target.members().len() as u64, Relaxed);
+        self.gate.observed(target, peers);
+    }
+
+    /// Deletes the Lease of a member long expired, unless it was renewed.
+    async fn collect(&self, name: &str, version: &str) {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: Some(version.to_owned()),
+                uid: None,
+            }),
+            ..Default::default()
+        };
+        match self.api.delete(name, &params).await {
+            Ok(_) => tracing::info!(lease = name, "removed the lease of a member that expired"),
+            Err(error) => tracing::debug!(%error, lease = name, "removing an expired lease failed"),
+        }
+    }
+
+    fn account(&self) {
+        let Some(acked) = self.gate.acked() else {
+            return;
+        };
+        let me = self.gate.me();
+        let owned = self
+            .gate
+            .known_keys()
+            .iter()
+            .filter(|k| acked.owns(me, k))
+            .count();
+        self.gate.stats.keys_owned.store(owned as u64, Relaxed);
+    }
+
+    async fn leave(&mut self) {
+        self.gate.set_fence(Instant::now());
+        match self
+            .api
+            .delete(&self.lease_name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => tracing::info!(lease = %self.lease(), "left the shard ring"),
+            Err(error) => {
+                tracing::warn!(%error, lease = %self.lease(), "deleting the membership lease failed; it will expire")
+            }
+        }
+    }
+
+    fn spec(&self) -> LeaseSpec {
+        let now = MicroTime(Timestamp::now());
+        LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: Some(
+                i32::try_from(self.config.lease_duration.as_secs().max(1)).unwrap_or(15),
+            ),
+            acquire_time: self
+                .ours
+                .as_ref()
+                .and_then(|l| l.spec.as_ref())
+                .and_then(|s| s.acquire_time.clone())
+                .or_else(|| Some(now.clone())),
+            renew_time: Some(now),
+            ..Default::default()
+        }
+    }
+}
+
+/// Resolves once `done` is true (or its sender is gone).
+async fn stopped(done: &mut watch::Receiver<bool>) {
+    while !*done.borrow_and_update() {
+        if done.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The membership Lease name of `member` in the ring of `manager`.
+pub(crate) fn lease_name(manager: &str, member: &str) -> String {
+    format!("{manager}-shard-{member}")
+}
+
+/// `name` made a valid label value and Lease name prefix: lowercase
+/// letters, digits and `-`, at most 40 characters.
+pub(crate) fn sanitize(name: &str) -> String {
+    let mapped: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let trimmed = mapped.trim_matches('-');
+    if trimmed.is_empty() {
+        "concord".into()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// The member id of the replica whose identity is `identity`.
+pub(crate) fn id_of(identity: &str) -> String {
+    member_id(identity)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manager_names_become_valid_lease_names() {
+        assert_eq!(sanitize("Argo_Cleanup"), "argo-cleanup");
+        assert_eq!(sanitize("__"), "concord");
+        assert!(sanitize(&"x".repeat(100)).len() <= 40);
+        assert_eq!(lease_name("a", "0123"), "a-shard-0123");
+    }
+}

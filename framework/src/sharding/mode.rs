@@ -1,0 +1,41 @@
+//! How a manager's objects are divided among its replicas.
+
+use std::fmt;
+
+/// How a manager's objects are divided among its replicas (`--shards`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum ShardingMode {
+    /// No sharding: every replica that runs reconciles every object (with
+    /// `--leader-elect`, only the leader runs). The default.
+    #[default]
+    Off,
+    /// Every replica watches every object and reconciles only the keys the
+    /// ring assigns it. No writes to objects; each cache holds everything.
+    Hash,
+    /// As `hash`, and the leader labels every object with its owner's
+    /// member id, so each replica watches (and caches) only its own shard.
+    Label,
+}
+
+impl ShardingMode {
+    /// Whether objects are sharded at all.
+    pub fn is_on(self) -> bool {
+        self != ShardingMode::Off
+    }
+
+    /// The flag value: `off`, `hash` or `label`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardingMode::Off => "off",
+            ShardingMode::Hash => "hash",
+            ShardingMode::Label => "label",
+        }
+    }
+}
+
+impl fmt::Display for ShardingMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

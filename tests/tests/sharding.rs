@@ -1,0 +1,558 @@
+//! Sharding on the real control plane: three replicas of one manager divide
+//! 3,000 objects over membership Leases, a fourth joins and one crashes, and
+//! no object is ever in a reconcile on two replicas at once.
+//!
+//! ```text
+//! cargo test -p concord-tests --test sharding
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use concord::{
+    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardHandle,
+    ShardingMode, WriteError,
+};
+use concord_testenv::TestEnv;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+/// One reconcile: which replica ran it and when (end = when it finished or
+/// was dropped).
+#[derive(Clone, Debug)]
+struct Span {
+    replica: usize,
+    start: Instant,
+    end: Instant,
+}
+
+type Log = Arc<Mutex<HashMap<String, Vec<Span>>>>;
+
+// ANCHOR: recorder
+/// Records every reconcile's start and end per replica; holds each
+/// reconcile a few milliseconds so handovers meet reconciles in flight.
+struct Recorder {
+    replica: usize,
+    log: Log,
+}
+
+/// Records the span when the reconcile ends, including when it is aborted.
+struct Open {
+    replica: usize,
+    key: String,
+    start: Instant,
+    log: Log,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let span = Span {
+            replica: self.replica,
+            start: self.start,
+            end: Instant::now(),
+        };
+        let mut log = self.log.lock().unwrap();
+        log.entry(std::mem::take(&mut self.key))
+            .or_default()
+            .push(span);
+    }
+}
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Recorder {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        let _open = Open {
+            replica: self.replica,
+            key: format!("{}/{}", cm.namespace().unwrap_or_default(), cm.name_any()),
+            start: Instant::now(),
+            log: self.log.clone(),
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(Action::await_change())
+    }
+}
+// ANCHOR_END: recorder
+
+/// Short lease timings so a crash hands over in seconds.
+fn timings() -> LeaderElectionConfig {
+    let mut config = LeaderElectionConfig::default();
+    config.lease_duration = Duration::from_secs(3);
+    config.renew_deadline = Duration::from_secs(2);
+    config.retry_period = Duration::from_millis(500);
+    config
+}
+
+struct Replica {
+    shard: ShardHandle,
+    run: JoinHandle<Result<(), concord::Error>>,
+    stop: concord::ShutdownHandle,
+}
+
+// ANCHOR: replica
+async fn replica(client: Client, namespace: &str, index: usize, log: &Log) -> Result<Replica> {
+    replica_in(ShardingMode::Hash, client, namespace, index, log).await
+}
+
+async fn replica_in(
+    mode: ShardingMode,
+    client: Client,
+    namespace: &str,
+    index: usize,
+    log: &Log,
+) -> Result<Replica> {
+    let args = ManagerArgs::new().with_shards(mode, namespace);
+    let mut manager = Manager::builder("sharding-test")
+        .with_client(client.clone())
+        .with_args(args)
+        .with_leader_election_config(timings())
+        .with_signal_handling(false)
+        .build()
+        .await?;
+    let api: Api<ConfigMap> = Api::namespaced(client, namespace);
+    let recorder = Recorder {
+        replica: index,
+        log: log.clone(),
+    };
+    manager.add_controller("configmaps", api, recorder, |c| c);
+    let shard = manager.sharding().expect("--shards=hash");
+    let stop = manager.shutdown_handle();
+    let run = tokio::spawn(manager.run());
+    Ok(Replica { shard, run, stop })
+}
+// ANCHOR_END: replica
+
+async fn create_config_maps(api: &Api<ConfigMap>, n: usize) -> Result<Vec<String>> {
+    let names: Vec<String> = (0..n).map(|i| format!("cm-{i}")).collect();
+    let results: Vec<Result<()>> = futures::stream::iter(names.clone())
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+                api.create(&PostParams::default(), &cm).await?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(names)
+}
+
+/// Polls `check` every 100 ms for up to `limit`.
+async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Every pair of reconciles of one key on two replicas that overlapped.
+fn overlaps(log: &Log) -> Vec<String> {
+    let log = log.lock().unwrap();
+    let mut found = Vec::new();
+    for (key, spans) in log.iter() {
+        let mut spans = spans.clone();
+        spans.sort_by_key(|s| s.start);
+        let mut latest: Option<Span> = None;
+        for span in spans {
+            if let Some(prev) = &latest {
+                if span.start < prev.end && span.replica != prev.replica {
+                    found.push(format!(
+                        "{key}: replica {} from {:?} while replica {} until {:?}",
+                        span.replica, span.start, prev.replica, prev.end
+                    ));
+                }
+                if span.end > prev.end {
+                    latest = Some(span);
+                }
+            } else {
+                latest = Some(span);
+            }
+        }
+    }
+    found
+}
+
+fn settled(replicas: &[&Replica], members: usize) -> bool {
+    let done = replicas
+        .iter()
+        .all(|r| r.shard.settled() && r.shard.members().len() == members);
+    if !done {
+        static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+        let mut last = LAST.lock().unwrap();
+        if last.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+            *last = Some(Instant::now());
+            for r in replicas {
+                println!(
+                    "  {}: members {:?} settled {} ring version {} owns {} cached {}",
+                    r.shard.member(),
+                    r.shard.members(),
+                    r.shard.settled(),
+                    r.shard.ring_version(),
+                    r.shard.keys_owned(),
+                    r.shard.keys_cached()
+                );
+            }
+        }
+    }
+    done
+}
+
+fn keys(namespace: &str, names: &[String]) -> Vec<String> {
+    names.iter().map(|n| format!("{namespace}/{n}")).collect()
+}
+
+/// Which replica owns each key, by each replica's own account; fails if a
+/// key has no owner or two.
+fn owners(
+    namespace: &str,
+    names: &[String],
+    replicas: &[(usize, &Replica)],
+) -> Result<BTreeMap<String, usize>> {
+    let mut owners = BTreeMap::new();
+    for name in names {
+        let claimed: Vec<usize> = replicas
+            .iter()
+            .filter(|(_, r)| r.shard.owns(namespace, name))
+            .map(|(i, _)| *i)
+            .collect();
+        ensure!(claimed.len() == 1, "{name} is owned by {claimed:?}");
+        owners.insert(format!("{namespace}/{name}"), claimed[0]);
+    }
+    Ok(owners)
+}
+
+/// Whether every key in `keys` was reconciled by its owner after `since`.
+fn reconciled_by_owner_since(
+    log: &Log,
+    owners: &BTreeMap<String, usize>,
+    keys: &[String],
+    since: Instant,
+) -> bool {
+    let log = log.lock().unwrap();
+    keys.iter().all(|k| {
+        log.get(k).is_some_and(|spans| {
+            spans
+                .iter()
+                .any(|s| s.start >= since && Some(&s.replica) == owners.get(k))
+        })
+    })
+}
+
+#[tokio::test]
+async fn three_replicas_share_3000_objects_and_never_overlap() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let names = create_config_maps(
+        &api,
+        std::env::var("N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(3_000),
+    )
+    .await?;
+    let log: Log = Arc::default();
+
+    // Staggered starts: the first replica begins alone with every key, so
+    // the others' arrivals hand keys over while reconciles are in flight.
+    let mut replicas = Vec::new();
+    for i in 0..3 {
+        replicas.push(replica(env.client()?, ns.name(), i, &log).await?);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let all = keys(ns.name(), &names);
+    let done = eventually(Duration::from_secs(120), || {
+        let refs: Vec<&Replica> = replicas.iter().collect();
+        let log = log.lock().unwrap();
+        settled(&refs, 3) && all.iter().all(|k| log.contains_key(k))
+    })
+    .await;
+    ensure!(
+        done,
+        "not every object was reconciled on a settled ring of three"
+    );
+    let indexed: Vec<(usize, &Replica)> = replicas.iter().enumerate().collect();
+    let owners = owners(ns.name(), &names, &indexed)?;
+    // Moved keys are reconciled by their new owner once it has them.
+    let since = Instant::now() - Duration::from_secs(3600);
+    ensure!(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
+            &log, &owners, &all, since
+        ))
+        .await,
+        "some object was never reconciled by its owner"
+    );
+    let overlapping = overlaps(&log);
+    ensure!(
+        overlapping.is_empty(),
+        "reconciles overlapped:\n{}",
+        overlapping.join("\n")
+    );
+    for (i, replica) in replicas.iter().enumerate() {
+        let owned = owners.values().filter(|o| **o == i).count();
+        println!("replica {i} ({}) owns {owned}", replica.shard.member());
+        ensure!(
+            (800..=1_200).contains(&owned),
+            "replica {i} owns {owned} of 3,000"
+        );
+    }
+    let spans: usize = log.lock().unwrap().values().map(Vec::len).sum();
+    println!("{spans} reconciles of 3,000 objects, none overlapping across replicas");
+    for replica in &replicas {
+        replica.stop.shutdown();
+    }
+    for replica in replicas {
+        replica.run.await??;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_expiry() -> Result<()>
+{
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let names = create_config_maps(&api, 1_200).await?;
+    let all = keys(ns.name(), &names);
+    let log: Log = Arc::default();
+    let mut replicas = Vec::new();
+    for i in 0..3 {
+        replicas.push(replica(env.client()?, ns.name(), i, &log).await?);
+    }
+    ensure!(
+        eventually(Duration::from_secs(60), || settled(
+            &replicas.iter().collect::<Vec<_>>(),
+            3
+        ))
+        .await,
+        "three replicas did not settle"
+    );
+    let before = owners(
+        ns.name(),
+        &names,
+        &replicas.iter().enumerate().collect::<Vec<_>>(),
+    )?;
+
+    // A fourth replica joins mid-run.
+    let joined = Instant::now();
+    replicas.push(replica(env.client()?, ns.name(), 3, &log).await?);
+    ensure!(
+        eventually(Duration::from_secs(60), || settled(
+            &replicas.iter().collect::<Vec<_>>(),
+            4
+        ))
+        .await,
+        "four replicas did not settle"
+    );
+    let after = owners(
+        ns.name(),
+        &names,
+        &replicas.iter().enumerate().collect::<Vec<_>>(),
+    )?;
+    let moved: Vec<String> = all
+        .iter()
+        .filter(|k| before[*k] != after[*k])
+        .cloned()
+        .collect();
+    ensure!(
+        moved.iter().all(|k| after[k] == 3),
+        "a join moves keys only to the newcomer"
+    );
+    let share = moved.len() as f64 / all.len() as f64;
+    println!(
+        "join: {} of {} keys moved ({share:.3})",
+        moved.len(),
+        all.len()
+    );
+    ensure!(
+        (0.15..=0.35).contains(&share),
+        "a fourth replica took {share:.3} of the keys"
+    );
+    ensure!(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
+            &log, &after, &moved, joined
+        ))
+        .await,
+        "the newcomer did not reconcile the keys it took"
+    );
+    println!(
+        "join: moved keys reconciled by the newcomer {:?} after it started",
+        joined.elapsed()
+    );
+
+    // Replica 1 crashes: its tasks are aborted, its Lease is not released.
+    let crashed = replicas.remove(1);
+    let lost: Vec<String> = all.iter().filter(|k| after[*k] == 1).cloned().collect();
+    crashed.run.abort();
+    let crash = Instant::now();
+    let survivors: Vec<(usize, &Replica)> = [0, 2, 3].into_iter().zip(replicas.iter()).collect();
+    ensure!(
+        eventually(Duration::from_secs(60), || settled(
+            &replicas.iter().collect::<Vec<_>>(),
+            3
+        ))
+        .await,
+        "the survivors did not drop the crashed replica"
+    );
+    let last = owners(ns.name(), &names, &survivors)?;
+    ensure!(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
+            &log, &last, &lost, crash
+        ))
+        .await,
+        "the crashed replica's objects were not reconciled by their new owners"
+    );
+    println!(
+        "crash: {} keys reconciled by their new owners {:?} after the crash (lease duration 3 s)",
+        lost.len(),
+        crash.elapsed()
+    );
+    let overlapping = overlaps(&log);
+    ensure!(
+        overlapping.is_empty(),
+        "reconciles overlapped:\n{}",
+        overlapping.join("\n")
+    );
+    for replica in &replicas {
+        replica.stop.shutdown();
+    }
+    for replica in replicas {
+        replica.run.await??;
+    }
+    Ok(())
+}
+
+// ANCHOR: label_mode
+#[tokio::test]
+async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let names = create_config_maps(&api, 300).await?;
+    let all = keys(ns.name(), &names);
+    let log: Log = Arc::default();
+    let mut replicas = Vec::new();
+    for i in 0..3 {
+        replicas.push(replica_in(ShardingMode::Label, env.client()?, ns.name(), i, &log).await?);
+    }
+    let label = "shard.concord.dev/sharding-test";
+    // Each replica's cache holds exactly the objects it owns, and every
+    // object carries its owner's member id.
+    let cached_own_shard = |replicas: &[Replica]| {
+        let refs: Vec<&Replica> = replicas.iter().collect();
+        settled(&refs, replicas.len())
+            && replicas
+                .iter()
+                .all(|r| r.shard.keys_cached() as u64 == r.shard.keys_owned())
+            && replicas
+                .iter()
+                .map(|r| r.shard.keys_cached())
+                .sum::<usize>()
+                == names.len()
+    };
+    ensure!(
+        eventually(Duration::from_secs(60), || cached_own_shard(&replicas)).await,
+        "three label-mode replicas did not each cache their own shard"
+    );
+    for replica in &replicas {
+        let cached = replica.shard.keys_cached();
+        println!(
+            "label mode: {} caches {cached} of 300",
+            replica.shard.member()
+        );
+        ensure!(
+            (60..=140).contains(&cached),
+            "a replica caches {cached} of 300 objects"
+        );
+    }
+    for cm in api.list(&Default::default()).await?.items {
+        let owner = replicas
+            .iter()
+            .find(|r| r.shard.owns(ns.name(), &cm.name_any()));
+        ensure!(
+            owner.map(|r| r.shard.member()) == cm.labels().get(label).map(String::as_str),
+            "{} is labelled {:?}",
+            cm.name_any(),
+            cm.labels().get(label)
+        );
+    }
+
+    // Replica 2 leaves cleanly: its objects are relabelled, and the new
+    // owners' watches pick them up and reconcile them.
+    let leaving = replicas.remove(2);
+    let indexed: Vec<(usize, &Replica)> = replicas.iter().enumerate().collect();
+    let moved: Vec<String> = all
+        .iter()
+        .filter(|k| {
+            let name = k.rsplit('/').next().unwrap_or_default();
+            leaving.shard.owns(ns.name(), name)
+        })
+        .cloned()
+        .collect();
+    drop(indexed);
+    leaving.stop.shutdown();
+    leaving.run.await??;
+    let left = Instant::now();
+    ensure!(
+        eventually(Duration::from_secs(60), || cached_own_shard(&replicas)).await,
+        "the two remaining replicas did not take over the leaver's shard"
+    );
+    let owners = owners(ns.name(), &names, &[(0, &replicas[0]), (1, &replicas[1])])?;
+    ensure!(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
+            &log, &owners, &moved, left
+        ))
+        .await,
+        "the relabelled objects were not reconciled by their new owners"
+    );
+    println!(
+        "label mode: {} objects relabelled and reconciled by their new owners {:?} after a clean leave",
+        moved.len(),
+        left.elapsed()
+    );
+    for cm in api.list(&Default::default()).await?.items {
+        let key = format!("{}/{}", ns.name(), cm.name_any());
+        let owner = replicas[owners[&key]].shard.member();
+        ensure!(
+            cm.labels().get(label).map(String::as_str) == Some(owner),
+            "{key} was not relabelled"
+        );
+    }
+    let overlapping = overlaps(&log);
+    ensure!(
+        overlapping.is_empty(),
+        "reconciles overlapped:\n{}",
+        overlapping.join("\n")
+    );
+    for replica in &replicas {
+        replica.stop.shutdown();
+    }
+    for replica in replicas {
+        replica.run.await??;
+    }
+    Ok(())
+}
+// ANCHOR_END: label_mode
