@@ -50,4 +50,7 @@ pub enum Error {
     /// A configuration file named on the command line does not exist.
     #[error("config file {0} does not exist")]
     MissingConfigFile(PathBuf),
+    /// The webhook server could not start.
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::WebhookError),
 }

@@ -11,6 +11,7 @@
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
 //! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
+//! | [`webhook`] | validating, defaulting and conversion webhooks the manager serves over HTTPS |
 //! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
 //!
 //! # Guarantees
@@ -34,6 +35,8 @@ mod object;
 mod rbac;
 mod reconciler;
 mod writes;
+
+pub mod webhook;
 
 #[doc(inline)]
 pub use args::ManagerArgs;

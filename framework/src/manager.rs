@@ -34,6 +34,8 @@ pub struct ManagerBuilder {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    // Webhooks (framework/src/webhook): served beside the controllers.
+    webhooks: Option<crate::webhook::Webhooks>,
 }
 
 impl Debug for ManagerBuilder {
@@ -99,6 +101,14 @@ impl ManagerBuilder {
         self
     }
 
+    /// Serves these webhooks over HTTPS on `--webhook-bind-address`, with
+    /// the certificates in `--webhook-cert-dir`, on every replica (leader
+    /// or not) until [`Manager::run`] returns.
+    pub fn with_webhooks(mut self, webhooks: crate::webhook::Webhooks) -> Self {
+        self.webhooks = Some(webhooks);
+        self
+    }
+
     /// Loads the configuration, resolves the strategy table, connects, and
     /// binds the metrics and health endpoints.
     ///
@@ -152,8 +162,16 @@ impl ManagerBuilder {
             Some(at) => Some(bind(at, "health probes").await?),
             None => None,
         };
+        // Webhooks: bound now so that a bad certificate fails the build.
+        let webhook_server = match (self.webhooks, parse_bind("--webhook-bind-address", &self.args.webhook_bind_address)?) {
+            (Some(webhooks), Some(at)) if !webhooks.is_empty() => Some(
+                crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks).await?,
+            ),
+            _ => None,
+        };
         let (shutdown, _) = watch::channel(false);
         Ok(Manager {
+            webhook_server,
             recorder: Recorder::new(
                 client.clone(),
                 Reporter {
@@ -217,6 +235,7 @@ pub struct Manager {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    webhook_server: Option<crate::webhook::WebhookServer>,
 }
 
 impl Debug for Manager {
@@ -253,6 +272,7 @@ impl Manager {
             leader: LeaderElectionConfig::default(),
             signals: true,
             grace: Duration::from_secs(30),
+            webhooks: None,
         }
     }
 
@@ -288,6 +308,17 @@ impl Manager {
         self.health_listener
             .as_ref()
             .and_then(|l| l.local_addr().ok())
+    }
+
+    /// Where the webhook server listens, if webhooks are registered and
+    /// `--webhook-bind-address` is not 0.
+    pub fn webhook_address(&self) -> Option<SocketAddr> {
+        self.webhook_server.as_ref().and_then(|s| s.local_addr())
+    }
+
+    /// The webhook server's counters and latencies, if it runs.
+    pub fn webhook_metrics(&self) -> Option<Arc<crate::webhook::WebhookMetrics>> {
+        self.webhook_server.as_ref().map(|s| s.metrics())
     }
 
     /// A handle that stops [`run`](Self::run) gracefully.
@@ -344,6 +375,14 @@ impl Manager {
         }
         if self.signals {
             tokio::spawn(stop_on_signals(self.shutdown_handle()));
+        }
+        // Webhooks stop when `run` returns (the sender drops), not at the
+        // shutdown signal: the controllers' last writes may need them.
+        let (_webhooks_running, webhooks_stop) = tokio::sync::oneshot::channel::<()>();
+        if let Some(server) = self.webhook_server.take() {
+            tokio::spawn(server.serve(async move {
+                let _ = webhooks_stop.await;
+            }));
         }
         self.ready.store(true, Ordering::Relaxed);
         let mut shutdown = self.shutdown.subscribe();
