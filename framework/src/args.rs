@@ -45,7 +45,10 @@ pub struct ManagerArgs {
     #[arg(long = "webhook-bind-address", default_value = ":9443")]
     pub webhook_bind_address: String,
     /// Directory holding the webhook server's `tls.crt` and `tls.key`, re-read when they change.
-    #[arg(long = "webhook-cert-dir", default_value = "/tmp/k8s-webhook-server/serving-certs")]
+    #[arg(
+        long = "webhook-cert-dir",
+        default_value = "/tmp/k8s-webhook-server/serving-certs"
+    )]
     pub webhook_cert_dir: PathBuf,
     /// Print the effective feature gates and strategy table with their reasons, then exit.
     #[arg(long)]

@@ -163,9 +163,13 @@ impl ManagerBuilder {
             None => None,
         };
         // Webhooks: bound now so that a bad certificate fails the build.
-        let webhook_server = match (self.webhooks, parse_bind("--webhook-bind-address", &self.args.webhook_bind_address)?) {
+        let webhook_server = match (
+            self.webhooks,
+            parse_bind("--webhook-bind-address", &self.args.webhook_bind_address)?,
+        ) {
             (Some(webhooks), Some(at)) if !webhooks.is_empty() => Some(
-                crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks).await?,
+                crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks)
+                    .await?,
             ),
             _ => None,
         };

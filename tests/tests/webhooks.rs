@@ -31,7 +31,12 @@ use webhooks_support::{admin, certs, eventually, https, only_namespace, register
 // ANCHOR: types
 /// The resource under test.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(group = "webhooks.test.concord.dev", version = "v1", kind = "Gizmo", namespaced)]
+#[kube(
+    group = "webhooks.test.concord.dev",
+    version = "v1",
+    kind = "Gizmo",
+    namespaced
+)]
 pub struct GizmoSpec {
     /// 0 to 100.
     pub size: i32,
@@ -125,7 +130,8 @@ impl Served {
         let ns = env.namespace().await?;
         let (ca, dir) = certs()?;
         let webhooks = webhooks(ns.name(), options);
-        let server = WebhookServer::bind("127.0.0.1:0".parse()?, dir.path(), webhooks.clone()).await?;
+        let server =
+            WebhookServer::bind("127.0.0.1:0".parse()?, dir.path(), webhooks.clone()).await?;
         let address = server.local_addr().unwrap();
         let metrics = server.metrics();
         let (stop, stopped) = oneshot::channel();
@@ -155,10 +161,14 @@ impl Served {
             dry_run: true,
             ..PostParams::default()
         };
-        eventually(Duration::from_secs(30), "the webhook to be called", || async {
-            matches!(self.api.create(&dry, &gizmo("probe", -1)).await,
+        eventually(
+            Duration::from_secs(30),
+            "the webhook to be called",
+            || async {
+                matches!(self.api.create(&dry, &gizmo("probe", -1)).await,
                 Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
-        })
+            },
+        )
         .await
     }
 
@@ -188,15 +198,27 @@ fn api_error(result: kube::Result<Gizmo>) -> kube::core::Status {
 #[tokio::test]
 async fn invalid_object_is_denied_with_the_validators_message() -> Result<()> {
     let served = Served::start(WebhookOptions::new()).await?;
-    let status = api_error(served.api.create(&PostParams::default(), &gizmo("big", 500)).await);
+    let status = api_error(
+        served
+            .api
+            .create(&PostParams::default(), &gizmo("big", 500))
+            .await,
+    );
     assert_eq!(status.code, 403, "{status:?}");
     assert!(
-        status.message.contains("spec.size must be between 0 and 100, got 500"),
+        status
+            .message
+            .contains("spec.size must be between 0 and 100, got 500"),
         "{}",
         status.message
     );
     assert!(served.api.get_opt("big").await?.is_none(), "nothing stored");
-    assert!(served.metrics.requests("validate.gizmos.webhooks.test.concord.dev", "denied") >= 1);
+    assert!(
+        served
+            .metrics
+            .requests("validate.gizmos.webhooks.test.concord.dev", "denied")
+            >= 1
+    );
     served.done().await;
     Ok(())
 }
@@ -224,7 +246,9 @@ async fn warnings_reach_the_api_client() -> Result<()> {
         .map(|v| v.to_str().unwrap_or_default().to_owned())
         .collect();
     assert!(
-        warnings.iter().any(|w| w.contains("spec.size above 50 makes a slow gizmo")),
+        warnings
+            .iter()
+            .any(|w| w.contains("spec.size above 50 makes a slow gizmo")),
         "{warnings:?}"
     );
     served.done().await;
@@ -234,7 +258,10 @@ async fn warnings_reach_the_api_client() -> Result<()> {
 #[tokio::test]
 async fn defaults_appear_on_the_stored_object() -> Result<()> {
     let served = Served::start(WebhookOptions::new()).await?;
-    served.api.create(&PostParams::default(), &gizmo("plain", 3)).await?;
+    served
+        .api
+        .create(&PostParams::default(), &gizmo("plain", 3))
+        .await?;
     let stored = served.api.get("plain").await?;
     assert_eq!(stored.spec.color.as_deref(), Some("blue"));
     assert_eq!(stored.spec.size, 3, "the rest is untouched");
@@ -242,7 +269,10 @@ async fn defaults_appear_on_the_stored_object() -> Result<()> {
     let mut red = gizmo("red", 3);
     red.spec.color = Some("red".into());
     served.api.create(&PostParams::default(), &red).await?;
-    assert_eq!(served.api.get("red").await?.spec.color.as_deref(), Some("red"));
+    assert_eq!(
+        served.api.get("red").await?.spec.color.as_deref(),
+        Some("red")
+    );
     served.done().await;
     Ok(())
 }
@@ -250,7 +280,10 @@ async fn defaults_appear_on_the_stored_object() -> Result<()> {
 #[tokio::test]
 async fn an_immutable_field_cannot_change() -> Result<()> {
     let served = Served::start(WebhookOptions::new()).await?;
-    served.api.create(&PostParams::default(), &gizmo("owned", 3)).await?;
+    served
+        .api
+        .create(&PostParams::default(), &gizmo("owned", 3))
+        .await?;
     let mut changed = served.api.get("owned").await?;
     changed.spec.owner = "mallory".into();
     let status = api_error(
@@ -259,11 +292,19 @@ async fn an_immutable_field_cannot_change() -> Result<()> {
             .replace("owned", &PostParams::default(), &changed)
             .await,
     );
-    assert!(status.message.contains("spec.owner is immutable (was `alice`)"), "{status:?}");
+    assert!(
+        status
+            .message
+            .contains("spec.owner is immutable (was `alice`)"),
+        "{status:?}"
+    );
     // Other changes still go through.
     let mut resized = served.api.get("owned").await?;
     resized.spec.size = 4;
-    served.api.replace("owned", &PostParams::default(), &resized).await?;
+    served
+        .api
+        .replace("owned", &PostParams::default(), &resized)
+        .await?;
     assert_eq!(served.api.get("owned").await?.spec.owner, "alice");
     served.done().await;
     Ok(())
@@ -279,7 +320,14 @@ async fn malformed_requests_get_a_clear_400_and_the_server_keeps_serving() -> Re
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("malformed AdmissionReview"), "{body}");
 
-    let (status, body, _) = https(served.address, &ca, "POST", path, b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}").await?;
+    let (status, body, _) = https(
+        served.address,
+        &ca,
+        "POST",
+        path,
+        b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}",
+    )
+    .await?;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("without a request"), "{body}");
 
@@ -293,20 +341,40 @@ async fn malformed_requests_get_a_clear_400_and_the_server_keeps_serving() -> Re
             "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}},
         }
     });
-    let (status, body, _) = https(served.address, &ca, "POST", path, review.to_string().as_bytes()).await?;
+    let (status, body, _) = https(
+        served.address,
+        &ca,
+        "POST",
+        path,
+        review.to_string().as_bytes(),
+    )
+    .await?;
     assert_eq!(status, 200, "{body}");
     let answer: serde_json::Value = serde_json::from_str(&body)?;
     assert_eq!(answer["response"]["uid"], "u1");
     assert_eq!(answer["response"]["allowed"], false);
     assert_eq!(answer["response"]["status"]["code"], 400);
-    let message = answer["response"]["status"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("serves webhooks.test.concord.dev/v1 Gizmo, not v1 Pod"), "{message}");
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("serves webhooks.test.concord.dev/v1 Gizmo, not v1 Pod"),
+        "{message}"
+    );
 
     // The right kind, a spec that is not a Gizmo.
     let mut wrong = review.clone();
-    wrong["request"]["kind"] = json!({"group": "webhooks.test.concord.dev", "version": "v1", "kind": "Gizmo"});
+    wrong["request"]["kind"] =
+        json!({"group": "webhooks.test.concord.dev", "version": "v1", "kind": "Gizmo"});
     wrong["request"]["object"] = json!({"apiVersion": "webhooks.test.concord.dev/v1", "kind": "Gizmo", "metadata": {"name": "g"}, "spec": {"size": "large"}});
-    let (status, body, _) = https(served.address, &ca, "POST", path, wrong.to_string().as_bytes()).await?;
+    let (status, body, _) = https(
+        served.address,
+        &ca,
+        "POST",
+        path,
+        wrong.to_string().as_bytes(),
+    )
+    .await?;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("not a valid Gizmo"), "{body}");
 
@@ -314,9 +382,19 @@ async fn malformed_requests_get_a_clear_400_and_the_server_keeps_serving() -> Re
     assert_eq!(status, 404, "{body}");
 
     // Still serving the API server.
-    let status = api_error(served.api.create(&PostParams::default(), &gizmo("after", -5)).await);
+    let status = api_error(
+        served
+            .api
+            .create(&PostParams::default(), &gizmo("after", -5))
+            .await,
+    );
     assert!(status.message.contains("got -5"), "{status:?}");
-    assert!(served.metrics.requests("validate.gizmos.webhooks.test.concord.dev", "invalid") >= 3);
+    assert!(
+        served
+            .metrics
+            .requests("validate.gizmos.webhooks.test.concord.dev", "invalid")
+            >= 3
+    );
     served.done().await;
     Ok(())
 }
@@ -331,11 +409,15 @@ async fn a_slow_validator_is_cut_off_before_the_api_server_gives_up() -> Result<
     // The webhook's own answer, not the API server's "context deadline
     // exceeded" under failurePolicy.
     assert!(
-        status.message.contains("the validator did not answer within 1800 ms"),
+        status
+            .message
+            .contains("the validator did not answer within 1800 ms"),
         "{status:?}"
     );
     assert_eq!(
-        served.metrics.requests("validate.gizmos.webhooks.test.concord.dev", "timed_out"),
+        served
+            .metrics
+            .requests("validate.gizmos.webhooks.test.concord.dev", "timed_out"),
         1
     );
     served.done().await;
@@ -345,11 +427,20 @@ async fn a_slow_validator_is_cut_off_before_the_api_server_gives_up() -> Result<
 // ANCHOR: failure_policy
 #[tokio::test]
 async fn when_the_webhook_is_down_fail_blocks_writes() -> Result<()> {
-    let mut served = Served::start(WebhookOptions::new().with_failure_policy(FailurePolicy::Fail)).await?;
+    let mut served =
+        Served::start(WebhookOptions::new().with_failure_policy(FailurePolicy::Fail)).await?;
     served.stop().await;
-    let status = api_error(served.api.create(&PostParams::default(), &gizmo("valid", 1)).await);
+    let status = api_error(
+        served
+            .api
+            .create(&PostParams::default(), &gizmo("valid", 1))
+            .await,
+    );
     assert_eq!(status.code, 500, "{status:?}");
-    assert!(status.message.contains("failed calling webhook"), "{status:?}");
+    assert!(
+        status.message.contains("failed calling webhook"),
+        "{status:?}"
+    );
     assert!(served.api.get_opt("valid").await?.is_none());
     served.done().await;
     Ok(())
@@ -362,7 +453,10 @@ async fn when_the_webhook_is_down_ignore_admits_writes() -> Result<()> {
     served.stop().await;
     // Invalid, and the webhook that would deny it is registered: admitted
     // unchecked (and undefaulted) because the policy says Ignore.
-    served.api.create(&PostParams::default(), &gizmo("unchecked", 500)).await?;
+    served
+        .api
+        .create(&PostParams::default(), &gizmo("unchecked", 500))
+        .await?;
     let stored = served.api.get("unchecked").await?;
     assert_eq!(stored.spec.size, 500);
     assert_eq!(stored.spec.color, None);
@@ -456,13 +550,19 @@ async fn a_denied_write_is_a_permanent_rejection_under_every_strategy() -> Resul
                     panic!("{strategy}: not an API answer: {source:?}")
                 };
                 assert_eq!(status.code, 403, "{strategy}: {status:?}");
-                assert!(status.message.contains("gizmos cannot be frozen"), "{strategy}: {status:?}");
+                assert!(
+                    status.message.contains("gizmos cannot be frozen"),
+                    "{strategy}: {status:?}"
+                );
             }
             other => panic!("{strategy}: expected Rejected, got {other:?}"),
         }
         // Never retried: one more write costs exactly one more denial.
         let again = ctx.write(&observed, freeze()).await;
-        assert!(matches!(again, Err(WriteError::Rejected { .. })), "{strategy}: {again:?}");
+        assert!(
+            matches!(again, Err(WriteError::Rejected { .. })),
+            "{strategy}: {again:?}"
+        );
         assert_eq!(
             metrics.requests("validate.gizmos.webhooks.test.concord.dev", "denied"),
             denied_before + 1,

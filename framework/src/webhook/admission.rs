@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
 
 use super::handler::{Answer, Handler, Outcome};
@@ -65,7 +65,11 @@ fn decode<K: Object>(body: &[u8]) -> Result<Decoded<K>, Answer> {
         })?;
         Ok((value, typed))
     };
-    let object = request.object.as_ref().map(|o| as_k("new", o)).transpose()?;
+    let object = request
+        .object
+        .as_ref()
+        .map(|o| as_k("new", o))
+        .transpose()?;
     let old = request
         .old_object
         .as_ref()
@@ -199,7 +203,9 @@ impl<K: Object, D: Defaulter<K>> Handler for MutatingHandler<K, D> {
             return reply(request, Outcome::Allowed, |r| r);
         };
         let defaulter = &self.defaulter;
-        let patch = std::panic::catch_unwind(AssertUnwindSafe(|| defaulting_patch(raw, typed, |k| defaulter.default(k))));
+        let patch = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            defaulting_patch(raw, typed, |k| defaulter.default(k))
+        }));
         match patch {
             Ok(Ok(patch)) if patch.0.is_empty() => reply(request, Outcome::Allowed, |r| r),
             Ok(Ok(patch)) => {
@@ -238,7 +244,8 @@ pub(crate) fn defaulting_patch<K: Object>(
     mut typed: K,
     default: impl FnOnce(&mut K),
 ) -> Result<json_patch::Patch, String> {
-    let encode = |k: &K| serde_json::to_value(k).map_err(|e| format!("cannot encode the object: {e}"));
+    let encode =
+        |k: &K| serde_json::to_value(k).map_err(|e| format!("cannot encode the object: {e}"));
     let before = encode(&typed)?;
     default(&mut typed);
     let after = encode(&typed)?;

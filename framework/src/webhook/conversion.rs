@@ -143,7 +143,8 @@ impl<H: Object> Conversion<H> {
         let target = self.versions.get(desired).ok_or_else(|| unknown(desired))?;
         let metadata = object.get("metadata").cloned();
         let hub = (source.to_hub)(object).map_err(|e| format!("cannot convert {name}: {e}"))?;
-        let mut converted = (target.from_hub)(hub).map_err(|e| format!("cannot convert {name}: {e}"))?;
+        let mut converted =
+            (target.from_hub)(hub).map_err(|e| format!("cannot convert {name}: {e}"))?;
         keep_metadata(&mut converted, metadata);
         Ok(converted)
     }
@@ -211,8 +212,11 @@ impl<H: Object> Handler for ConversionHandler<H> {
             ),
             Err(_panic) => (
                 response.failure(
-                    Status::failure("the conversion panicked; see the operator's log", "InternalError")
-                        .with_code(500),
+                    Status::failure(
+                        "the conversion panicked; see the operator's log",
+                        "InternalError",
+                    )
+                    .with_code(500),
                 ),
                 Outcome::Error,
             ),

@@ -233,7 +233,9 @@ impl Webhooks {
             .entries
             .iter()
             .find(|e| {
-                e.kind == WebhookKind::Conversion && &e.target.group == group && &e.target.kind == kind
+                e.kind == WebhookKind::Conversion
+                    && &e.target.group == group
+                    && &e.target.kind == kind
             })
             .ok_or_else(|| {
                 WebhookError::Registration(vec![format!(

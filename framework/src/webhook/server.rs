@@ -146,7 +146,9 @@ impl WebhookServer {
                 match cert.poll() {
                     Ok(true) => tracing::info!("webhook certificate reloaded"),
                     Ok(false) => {}
-                    Err(error) => tracing::warn!(%error, "keeping the previous webhook certificate"),
+                    Err(error) => {
+                        tracing::warn!(%error, "keeping the previous webhook certificate")
+                    }
                 }
             }
         });
@@ -248,9 +250,7 @@ async fn answer(
             );
             respond(answer.status, "application/json", answer.body)
         }
-        (&Method::GET, "/healthz" | "/readyz", None) => {
-            respond(200, "text/plain", b"ok".to_vec())
-        }
+        (&Method::GET, "/healthz" | "/readyz", None) => respond(200, "text/plain", b"ok".to_vec()),
         (&Method::GET, "/metrics", None) => respond(
             200,
             "text/plain; version=0.0.4",
@@ -270,9 +270,11 @@ async fn answer(
 
 fn respond(status: u16, content_type: &'static str, body: Vec<u8>) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
     response
 }

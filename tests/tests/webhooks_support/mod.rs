@@ -114,7 +114,10 @@ pub async fn https(
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = TcpStream::connect(address).await?;
     let name = ServerName::try_from("127.0.0.1")?;
-    let mut tls = connector.connect(name, tcp).await.context("TLS handshake")?;
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .context("TLS handshake")?;
     let peer = tls
         .get_ref()
         .1
