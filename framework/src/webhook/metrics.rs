@@ -63,9 +63,9 @@ impl WebhookMetrics {
             .map_or(0, |o| counters.outcomes[o.index()].load(Relaxed))
     }
 
-    /// The upper bound of the histogram bucket holding quantile `q` (0 to
-    /// 1) of `webhook`'s latencies; `None` before any request or beyond the
-    /// last bucket.
+    /// The upper bound of the histogram bucket that holds quantile `q`
+    /// (0 to 1) of `webhook`'s latencies; `None` before any request or
+    /// beyond the last bucket.
     pub fn latency_quantile(&self, webhook: &str, q: f64) -> Option<Duration> {
         let counters = self.counters(webhook);
         let count = counters.count.load(Relaxed);
