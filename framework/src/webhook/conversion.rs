@@ -17,8 +17,8 @@ use crate::Object;
 ///
 /// Conversion must be lossless both ways: a field the spoke cannot hold is
 /// kept somewhere it can (usually an annotation) and restored by
-/// [`from_hub`](Self::from_hub). Check it with [`check_spoke_round_trip`]
-/// and [`check_hub_round_trip`] on generated values.
+/// [`from_hub`](Self::from_hub). Check it with [`check_spoke_round_trip`](super::check_spoke_round_trip)
+/// and [`check_hub_round_trip`](super::check_hub_round_trip) on generated values.
 ///
 /// The framework keeps the object's `metadata` as the API server sent it,
 /// except labels and annotations, which the conversion may change.
