@@ -46,6 +46,15 @@ pub struct ManagerArgs {
     /// shard's label); `off` (default) runs every object here.
     #[arg(long = "shards", value_enum, default_value = "off")]
     pub shards: crate::ShardingMode,
+    /// Address the webhook server binds to when webhooks are registered (`host:port`, `:port`, or 0 to disable).
+    #[arg(long = "webhook-bind-address", default_value = ":9443")]
+    pub webhook_bind_address: String,
+    /// Directory holding the webhook server's `tls.crt` and `tls.key`, re-read when they change.
+    #[arg(
+        long = "webhook-cert-dir",
+        default_value = "/tmp/k8s-webhook-server/serving-certs"
+    )]
+    pub webhook_cert_dir: PathBuf,
     /// Print the effective feature gates and strategy table with their reasons, then exit.
     #[arg(long)]
     pub explain: bool,
@@ -62,6 +71,8 @@ impl ManagerArgs {
             metrics_bind_address: "0".into(),
             health_probe_bind_address: "0".into(),
             leader_election_id: "concord-operator".into(),
+            webhook_bind_address: ":9443".into(),
+            webhook_cert_dir: "/tmp/k8s-webhook-server/serving-certs".into(),
             ..Default::default()
         }
     }
@@ -147,6 +158,18 @@ impl ManagerArgs {
     #[must_use]
     pub fn with_health_probe_bind_address(mut self, address: impl Into<String>) -> Self {
         self.health_probe_bind_address = address.into();
+        self
+    }
+
+    /// Sets `--webhook-bind-address` and `--webhook-cert-dir`.
+    #[must_use]
+    pub fn with_webhook_server(
+        mut self,
+        address: impl Into<String>,
+        cert_dir: impl Into<PathBuf>,
+    ) -> Self {
+        self.webhook_bind_address = address.into();
+        self.webhook_cert_dir = cert_dir.into();
         self
     }
 }

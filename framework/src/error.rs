@@ -69,4 +69,7 @@ pub enum Error {
         "--explain was given: build the manager with `build_or_explain` and print the explanation it returns"
     )]
     ExplainRequested,
+    /// The webhook server could not start.
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::WebhookError),
 }

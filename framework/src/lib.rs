@@ -12,6 +12,7 @@
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
 //! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |
 //! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
+//! | [`webhook`] | validating, defaulting and conversion webhooks the manager serves over HTTPS |
 //! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
 //!
 //! # Guarantees
@@ -36,6 +37,8 @@ mod rbac;
 mod reconciler;
 mod sharding;
 mod writes;
+
+pub mod webhook;
 
 #[doc(inline)]
 pub use args::ManagerArgs;

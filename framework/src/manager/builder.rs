@@ -28,6 +28,8 @@ pub struct ManagerBuilder {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    // Webhooks (framework/src/webhook): served beside the controllers.
+    webhooks: Option<crate::webhook::Webhooks>,
 }
 
 impl Debug for ManagerBuilder {
@@ -90,6 +92,15 @@ impl ManagerBuilder {
     /// them (default 30 s).
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// Serves these webhooks over HTTPS on `--webhook-bind-address`, with
+    /// the certificates in `--webhook-cert-dir`, on every replica (leader
+    /// or not) until [`Manager::run`] returns.
+    #[must_use]
+    pub fn with_webhooks(mut self, webhooks: crate::webhook::Webhooks) -> Self {
+        self.webhooks = Some(webhooks);
         self
     }
 
@@ -201,6 +212,17 @@ impl ManagerBuilder {
             Some(at) => Some(bind(at, "health probes").await?),
             None => None,
         };
+        // Webhooks: bound now so that a bad certificate fails the build.
+        let webhook_server = match (
+            self.webhooks,
+            parse_bind("--webhook-bind-address", &self.args.webhook_bind_address)?,
+        ) {
+            (Some(webhooks), Some(at)) if !webhooks.is_empty() => Some(
+                crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks)
+                    .await?,
+            ),
+            _ => None,
+        };
         let sharding = self.args.shards.is_on().then(|| {
             let namespace = self
                 .args
@@ -226,6 +248,7 @@ impl ManagerBuilder {
         }
         let (shutdown, _) = watch::channel(false);
         Ok(Manager {
+            webhook_server,
             sharding,
             recorder: Recorder::new(
                 client.clone(),
@@ -276,6 +299,7 @@ impl Manager {
             leader: LeaderElectionConfig::default(),
             signals: true,
             grace: Duration::from_secs(30),
+            webhooks: None,
         }
     }
 }

@@ -66,6 +66,7 @@ pub struct Manager {
     signals: bool,
     grace: Duration,
     sharding: Option<Sharding>,
+    webhook_server: Option<crate::webhook::WebhookServer>,
 }
 
 impl Debug for Manager {
@@ -127,6 +128,17 @@ impl Manager {
     /// This replica's place in the shard ring, when `--shards` is on.
     pub fn sharding(&self) -> Option<ShardHandle> {
         self.sharding.as_ref().map(Sharding::handle)
+    }
+
+    /// Where the webhook server listens, if webhooks are registered and
+    /// `--webhook-bind-address` is not 0.
+    pub fn webhook_address(&self) -> Option<SocketAddr> {
+        self.webhook_server.as_ref().and_then(|s| s.local_addr())
+    }
+
+    /// The webhook server's counters and latencies, if it runs.
+    pub fn webhook_metrics(&self) -> Option<Arc<crate::webhook::WebhookMetrics>> {
+        self.webhook_server.as_ref().map(|s| s.metrics())
     }
 
     /// A handle that stops [`run`](Self::run) gracefully.

@@ -28,6 +28,15 @@ impl Manager {
         if self.signals {
             tokio::spawn(stop_on_signals(self.shutdown_handle()));
         }
+        // Webhooks stop when `run` returns (the sender drops), not at the
+        // shutdown signal: the controllers' last writes may need them.
+        let (_webhooks_running, webhooks_stop) = tokio::sync::oneshot::channel::<()>();
+        let serving_webhooks = self.webhook_server.is_some();
+        if let Some(server) = self.webhook_server.take() {
+            tokio::spawn(server.serve(async move {
+                let _ = webhooks_stop.await;
+            }));
+        }
         self.ready.store(true, Ordering::Relaxed);
         let mut shutdown = self.shutdown.subscribe();
         let mut elector = if self.args.leader_elect {
@@ -75,6 +84,11 @@ impl Manager {
                     let _ = stop.wait_for(|s| *s).await;
                     tokio::time::sleep(grace).await;
                 } => tracing::warn!("in-flight reconciles did not finish within the shutdown grace period; abandoning them"),
+            }
+            // Webhooks: a manager that serves them runs until told to stop,
+            // even when its controllers are done (or it has none).
+            if serving_webhooks {
+                let _ = stop.clone().wait_for(|s| *s).await;
             }
             done_tx.send_replace(true);
         };

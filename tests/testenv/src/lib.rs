@@ -14,6 +14,7 @@
 //! | [`TestEnv::namespace`] | a fresh namespace per test, its default ServiceAccount ready |
 //! | [`TestEnv::install_crd`] | installs a CustomResourceDefinition and waits until it is established |
 //! | [`TestEnv::restricted_client`] | a client for an identity that holds only the given RBAC rules |
+//! | [`TestCa`] | a throw-away CA and serving certificates for webhook servers the API server calls |
 //! | [`ControlPlane`] | start, stop and restart a control plane yourself (same data, same ports) |
 //!
 //! # Example
@@ -34,6 +35,7 @@
 //! watches a pipe whose write end only the test process holds.
 
 mod binary;
+mod certs;
 mod control_plane;
 mod env;
 mod error;
@@ -41,6 +43,8 @@ mod namespace;
 
 #[doc(inline)]
 pub use binary::ControlPlaneBinary;
+#[doc(inline)]
+pub use certs::{CertError, ServingCert, TestCa};
 #[doc(inline)]
 pub use control_plane::{ControlPlane, ControlPlaneOptions};
 #[doc(inline)]

@@ -1,0 +1,224 @@
+//! Webhook latency and conversion throughput on the embedded control plane.
+//!
+//! Creates `--creates` ConfigMap-like custom objects with and without a
+//! trivial validating webhook and reports the p50/p99 of each and the p99
+//! the webhook adds; reports the webhook server's own p99 (histogram bucket
+//! bound); then stores `--objects` objects as v1alpha1 and lists them as v1
+//! through the conversion webhook, reporting objects/s.
+//!
+//! ```text
+//! cargo run --release -p concord-examples --example webhook-bench -- --creates 1000 --objects 10000
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Parser;
+use concord::webhook::{
+    Conversion, Spoke, Validator, WebhookClient, WebhookOptions, WebhookServer, Webhooks,
+};
+use concord_testenv::{TestCa, TestEnv};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::api::{Api, ListParams, PostParams};
+use kube::core::crd::merge_crds;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Parser)]
+struct Args {
+    /// Creates per run (with and without the webhook).
+    #[arg(long, default_value_t = 1000)]
+    creates: usize,
+    /// Stored objects listed in the other version.
+    #[arg(long, default_value_t = 10_000)]
+    objects: usize,
+}
+
+mod v1alpha1 {
+    use super::*;
+    /// Old spec.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[kube(
+        group = "bench.concord.dev",
+        version = "v1alpha1",
+        kind = "Thing",
+        namespaced
+    )]
+    pub struct ThingSpec {
+        /// Size.
+        pub size: i32,
+    }
+}
+
+mod v1 {
+    use super::*;
+    /// Hub spec.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[kube(
+        group = "bench.concord.dev",
+        version = "v1",
+        kind = "Thing",
+        namespaced
+    )]
+    pub struct ThingSpec {
+        /// Size.
+        pub size: i32,
+        /// New in v1.
+        #[serde(default)]
+        pub note: String,
+    }
+}
+
+impl Spoke<v1::Thing> for v1alpha1::Thing {
+    fn into_hub(self) -> v1::Thing {
+        v1::Thing {
+            metadata: self.metadata,
+            spec: v1::ThingSpec {
+                size: self.spec.size,
+                note: String::new(),
+            },
+        }
+    }
+    fn from_hub(hub: v1::Thing) -> Self {
+        v1alpha1::Thing {
+            metadata: hub.metadata,
+            spec: v1alpha1::ThingSpec {
+                size: hub.spec.size,
+            },
+        }
+    }
+}
+
+struct Trivial;
+#[concord::async_trait]
+impl Validator<v1::Thing> for Trivial {}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+async fn creates(api: &Api<v1::Thing>, prefix: &str, n: usize) -> Result<Vec<Duration>> {
+    let mut took = Vec::with_capacity(n);
+    for i in 0..n {
+        let thing = v1::Thing::new(
+            &format!("{prefix}-{i}"),
+            v1::ThingSpec {
+                size: 1,
+                note: String::new(),
+            },
+        );
+        let start = Instant::now();
+        api.create(&PostParams::default(), &thing).await?;
+        took.push(start.elapsed());
+    }
+    took.sort();
+    Ok(took)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let env = TestEnv::shared()?;
+    let ca = TestCa::new()?;
+    let dir = tempfile::tempdir()?;
+    ca.serving_cert(&["127.0.0.1"])?.write_to(dir.path())?;
+    let with_ns = env.namespace().await?;
+    let without_ns = env.namespace().await?;
+    let selector = LabelSelector {
+        match_labels: Some(
+            [(
+                "kubernetes.io/metadata.name".to_owned(),
+                with_ns.name().to_owned(),
+            )]
+            .into(),
+        ),
+        ..LabelSelector::default()
+    };
+    let webhooks = Webhooks::new()
+        .with_validator::<v1::Thing, _>(
+            Trivial,
+            WebhookOptions::new().with_namespace_selector(selector),
+        )
+        .with_conversion(Conversion::<v1::Thing>::new().with_spoke::<v1alpha1::Thing>());
+    let server = WebhookServer::bind("127.0.0.1:0".parse()?, dir.path(), webhooks.clone()).await?;
+    let address = server.local_addr().unwrap();
+    let metrics = server.metrics();
+    tokio::spawn(server.serve(std::future::pending()));
+    let client = WebhookClient::url(format!("https://{address}"))
+        .with_ca_bundle(ca.pem().as_bytes().to_vec())
+        .with_configuration_name("webhook-bench");
+    let crd = merge_crds(vec![v1alpha1::Thing::crd(), v1::Thing::crd()], "v1alpha1")?;
+    env.install_crd(webhooks.with_crd_conversion(crd, &client)?)
+        .await?;
+    Api::<ValidatingWebhookConfiguration>::all(env.client()?)
+        .create(
+            &PostParams::default(),
+            &webhooks.validating_configuration(&client).unwrap(),
+        )
+        .await?;
+    let with: Api<v1::Thing> = Api::namespaced(env.client()?, with_ns.name());
+    let without: Api<v1::Thing> = Api::namespaced(env.client()?, without_ns.name());
+    // Wait until the API server calls the webhook, then warm both paths.
+    let name = "validate.things.bench.concord.dev";
+    let mut i = 0;
+    while metrics.requests(name, "allowed") == 0 {
+        with.create(
+            &PostParams::default(),
+            &v1::Thing::new(
+                &format!("warm-{i}"),
+                v1::ThingSpec {
+                    size: 1,
+                    note: String::new(),
+                },
+            ),
+        )
+        .await?;
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    creates(&without, "warm", 20).await?;
+
+    let base = creates(&without, "t", args.creates).await?;
+    let hooked = creates(&with, "t", args.creates).await?;
+    println!("creates: {} each, sequential", args.creates);
+    println!(
+        "  without webhook: p50 {:?} p99 {:?}",
+        percentile(&base, 0.5),
+        percentile(&base, 0.99)
+    );
+    println!(
+        "  with webhook:    p50 {:?} p99 {:?}",
+        percentile(&hooked, 0.5),
+        percentile(&hooked, 0.99)
+    );
+    println!(
+        "  added p99:       {:?}",
+        percentile(&hooked, 0.99).saturating_sub(percentile(&base, 0.99))
+    );
+    println!(
+        "  webhook server p99 (bucket bound): {:?}",
+        metrics.latency_quantile(name, 0.99)
+    );
+
+    let ns = env.namespace().await?;
+    let old: Api<v1alpha1::Thing> = Api::namespaced(env.client()?, ns.name());
+    for i in 0..args.objects {
+        old.create(
+            &PostParams::default(),
+            &v1alpha1::Thing::new(&format!("o-{i}"), v1alpha1::ThingSpec { size: 1 }),
+        )
+        .await?;
+    }
+    let new: Api<v1::Thing> = Api::namespaced(env.client()?, ns.name());
+    let start = Instant::now();
+    let listed = new.list(&ListParams::default()).await?.items.len();
+    let took = start.elapsed();
+    println!(
+        "conversion: listed {listed} v1alpha1 objects as v1 in {took:?}: {:.0} objects/s",
+        listed as f64 / took.as_secs_f64()
+    );
+    Ok(())
+}

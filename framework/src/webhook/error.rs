@@ -1,0 +1,25 @@
+/// Why the webhook server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WebhookError {
+    /// `tls.crt` or `tls.key` is missing, unreadable, or the two do not fit.
+    #[error("webhook certificate {path}: {message}")]
+    Certificate {
+        /// The file at fault (in `--webhook-cert-dir`).
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The webhooks registered do not make sense together; every problem is listed.
+    #[error("invalid webhook registration: {}", .0.join("; "))]
+    Registration(Vec<String>),
+    /// The listener could not be bound.
+    #[error("cannot listen on {address} for webhooks")]
+    Bind {
+        /// The `--webhook-bind-address` value.
+        address: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,579 @@
+//! Admission webhooks called by the real kube-apiserver: validation with
+//! warnings, defaulting, malformed requests, slow validators, failure
+//! policies, and a denial seen through every write strategy.
+//!
+//! ```text
+//! cargo test -p concord-tests --test webhooks
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod webhooks_support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use concord::webhook::{
+    Defaulter, FailurePolicy, Validator, Verdict, WebhookMetrics, WebhookOptions, WebhookServer,
+    Webhooks,
+};
+use concord::{Intent, Manager, ManagerArgs, Mutation, WriteError};
+use concord_testenv::{TestCa, TestEnv, TestNamespace};
+use kube::api::{Api, PostParams};
+use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::oneshot;
+use webhooks_support::{admin, certs, eventually, https, only_namespace, register, unregister};
+
+// ANCHOR: types
+/// The resource under test.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "webhooks.test.concord.dev",
+    version = "v1",
+    kind = "Gizmo",
+    namespaced
+)]
+pub struct GizmoSpec {
+    /// 0 to 100.
+    pub size: i32,
+    /// Defaulted to `blue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Immutable once set.
+    #[serde(default)]
+    pub owner: String,
+}
+
+/// Bounds, an immutable field, a warning.
+struct GizmoValidator;
+
+#[concord::async_trait]
+impl Validator<Gizmo> for GizmoValidator {
+    async fn validate_create(&self, gizmo: &Gizmo) -> Verdict {
+        check(gizmo).await
+    }
+
+    async fn validate_update(&self, old: &Gizmo, new: &Gizmo) -> Verdict {
+        if old.spec.owner != new.spec.owner {
+            return Verdict::deny(format!(
+                "spec.owner is immutable (was `{}`)",
+                old.spec.owner
+            ));
+        }
+        check(new).await
+    }
+}
+
+async fn check(gizmo: &Gizmo) -> Verdict {
+    if gizmo.spec.color.as_deref() == Some("slow") {
+        // A validator stuck on something: the server must cut it off.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+    let size = gizmo.spec.size;
+    if !(0..=100).contains(&size) {
+        return Verdict::deny(format!("spec.size must be between 0 and 100, got {size}"));
+    }
+    if size > 50 {
+        return Verdict::allow().with_warning("spec.size above 50 makes a slow gizmo");
+    }
+    Verdict::allow()
+}
+
+/// Fills `spec.color`.
+struct GizmoDefaulter;
+
+impl Defaulter<Gizmo> for GizmoDefaulter {
+    fn default(&self, gizmo: &mut Gizmo) {
+        gizmo.spec.color.get_or_insert_with(|| "blue".to_owned());
+    }
+}
+// ANCHOR_END: types
+
+fn gizmo(name: &str, size: i32) -> Gizmo {
+    Gizmo::new(
+        name,
+        GizmoSpec {
+            size,
+            color: None,
+            owner: "alice".into(),
+        },
+    )
+}
+
+fn webhooks(ns: &str, options: WebhookOptions) -> Webhooks {
+    let options = options.with_namespace_selector(only_namespace(ns));
+    Webhooks::new()
+        .with_validator::<Gizmo, _>(GizmoValidator, options.clone())
+        .with_defaulter::<Gizmo, _>(GizmoDefaulter, options)
+}
+
+/// A namespace whose Gizmos go through a webhook server of its own.
+struct Served {
+    ns: TestNamespace,
+    api: Api<Gizmo>,
+    ca: TestCa,
+    _dir: tempfile::TempDir,
+    address: SocketAddr,
+    metrics: Arc<WebhookMetrics>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Served {
+    async fn start(options: WebhookOptions) -> Result<Self> {
+        let env = TestEnv::shared()?;
+        env.install_crd(Gizmo::crd()).await?;
+        let ns = env.namespace().await?;
+        let (ca, dir) = certs()?;
+        let webhooks = webhooks(ns.name(), options);
+        let server =
+            WebhookServer::bind("127.0.0.1:0".parse()?, dir.path(), webhooks.clone()).await?;
+        let address = server.local_addr().unwrap();
+        let metrics = server.metrics();
+        let (stop, stopped) = oneshot::channel();
+        let server = tokio::spawn(server.serve(async move {
+            let _ = stopped.await;
+        }));
+        register(&admin()?, &webhooks, ns.name(), address, &ca).await?;
+        let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
+        let served = Served {
+            ns,
+            api,
+            ca,
+            _dir: dir,
+            address,
+            metrics,
+            stop: Some(stop),
+            server: Some(server),
+        };
+        served.wait_until_called().await?;
+        Ok(served)
+    }
+
+    /// The API server picks webhook configurations up asynchronously: wait
+    /// until a dry-run create of an invalid Gizmo is denied by the webhook.
+    async fn wait_until_called(&self) -> Result<()> {
+        let dry = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        eventually(
+            Duration::from_secs(30),
+            "the webhook to be called",
+            || async {
+                matches!(self.api.create(&dry, &gizmo("probe", -1)).await,
+                Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
+            },
+        )
+        .await
+    }
+
+    async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+
+    async fn done(mut self) {
+        self.stop().await;
+        unregister(&admin().unwrap(), self.ns.name()).await;
+    }
+}
+
+fn api_error(result: kube::Result<Gizmo>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+// ANCHOR: denied
+#[tokio::test]
+async fn invalid_object_is_denied_with_the_validators_message() -> Result<()> {
+    let served = Served::start(WebhookOptions::new()).await?;
+    let status = api_error(
+        served
+            .api
+            .create(&PostParams::default(), &gizmo("big", 500))
+            .await,
+    );
+    assert_eq!(status.code, 403, "{status:?}");
+    assert!(
+        status
+            .message
+            .contains("spec.size must be between 0 and 100, got 500"),
+        "{}",
+        status.message
+    );
+    assert!(served.api.get_opt("big").await?.is_none(), "nothing stored");
+    assert!(
+        served
+            .metrics
+            .requests("validate.gizmos.webhooks.test.concord.dev", "denied")
+            >= 1
+    );
+    served.done().await;
+    Ok(())
+}
+// ANCHOR_END: denied
+
+#[tokio::test]
+async fn warnings_reach_the_api_client() -> Result<()> {
+    let served = Served::start(WebhookOptions::new()).await?;
+    let body = serde_json::to_vec(&gizmo("large", 60))?;
+    let request = kube::core::Request::new(format!(
+        "/apis/webhooks.test.concord.dev/v1/namespaces/{}/gizmos",
+        served.ns.name()
+    ))
+    .create(&PostParams::default(), body)?;
+    let response = served
+        .ns
+        .client()
+        .send(request.map(kube::client::Body::from))
+        .await?;
+    assert!(response.status().is_success(), "{:?}", response.status());
+    let warnings: Vec<String> = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("spec.size above 50 makes a slow gizmo")),
+        "{warnings:?}"
+    );
+    served.done().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn defaults_appear_on_the_stored_object() -> Result<()> {
+    let served = Served::start(WebhookOptions::new()).await?;
+    served
+        .api
+        .create(&PostParams::default(), &gizmo("plain", 3))
+        .await?;
+    let stored = served.api.get("plain").await?;
+    assert_eq!(stored.spec.color.as_deref(), Some("blue"));
+    assert_eq!(stored.spec.size, 3, "the rest is untouched");
+    // A value the user gave is kept.
+    let mut red = gizmo("red", 3);
+    red.spec.color = Some("red".into());
+    served.api.create(&PostParams::default(), &red).await?;
+    assert_eq!(
+        served.api.get("red").await?.spec.color.as_deref(),
+        Some("red")
+    );
+    served.done().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_immutable_field_cannot_change() -> Result<()> {
+    let served = Served::start(WebhookOptions::new()).await?;
+    served
+        .api
+        .create(&PostParams::default(), &gizmo("owned", 3))
+        .await?;
+    let mut changed = served.api.get("owned").await?;
+    changed.spec.owner = "mallory".into();
+    let status = api_error(
+        served
+            .api
+            .replace("owned", &PostParams::default(), &changed)
+            .await,
+    );
+    assert!(
+        status
+            .message
+            .contains("spec.owner is immutable (was `alice`)"),
+        "{status:?}"
+    );
+    // Other changes still go through.
+    let mut resized = served.api.get("owned").await?;
+    resized.spec.size = 4;
+    served
+        .api
+        .replace("owned", &PostParams::default(), &resized)
+        .await?;
+    assert_eq!(served.api.get("owned").await?.spec.owner, "alice");
+    served.done().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn malformed_requests_get_a_clear_400_and_the_server_keeps_serving() -> Result<()> {
+    let served = Served::start(WebhookOptions::new()).await?;
+    let path = "/validate-webhooks-test-concord-dev-v1-gizmo";
+    let ca = served.ca.pem().to_owned();
+
+    let (status, body, _) = https(served.address, &ca, "POST", path, b"{not json").await?;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("malformed AdmissionReview"), "{body}");
+
+    let (status, body, _) = https(
+        served.address,
+        &ca,
+        "POST",
+        path,
+        b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}",
+    )
+    .await?;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("without a request"), "{body}");
+
+    // A well-formed review of another kind: denied inside the review.
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE", "userInfo": {},
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}},
+        }
+    });
+    let (status, body, _) = https(
+        served.address,
+        &ca,
+        "POST",
+        path,
+        review.to_string().as_bytes(),
+    )
+    .await?;
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body)?;
+    assert_eq!(answer["response"]["uid"], "u1");
+    assert_eq!(answer["response"]["allowed"], false);
+    assert_eq!(answer["response"]["status"]["code"], 400);
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("serves webhooks.test.concord.dev/v1 Gizmo, not v1 Pod"),
+        "{message}"
+    );
+
+    // The right kind, a spec that is not a Gizmo.
+    let mut wrong = review.clone();
+    wrong["request"]["kind"] =
+        json!({"group": "webhooks.test.concord.dev", "version": "v1", "kind": "Gizmo"});
+    wrong["request"]["object"] = json!({"apiVersion": "webhooks.test.concord.dev/v1", "kind": "Gizmo", "metadata": {"name": "g"}, "spec": {"size": "large"}});
+    let (status, body, _) = https(
+        served.address,
+        &ca,
+        "POST",
+        path,
+        wrong.to_string().as_bytes(),
+    )
+    .await?;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("not a valid Gizmo"), "{body}");
+
+    let (status, body, _) = https(served.address, &ca, "POST", "/validate-nothing", b"{}").await?;
+    assert_eq!(status, 404, "{body}");
+
+    // Still serving the API server.
+    let status = api_error(
+        served
+            .api
+            .create(&PostParams::default(), &gizmo("after", -5))
+            .await,
+    );
+    assert!(status.message.contains("got -5"), "{status:?}");
+    assert!(
+        served
+            .metrics
+            .requests("validate.gizmos.webhooks.test.concord.dev", "invalid")
+            >= 3
+    );
+    served.done().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_slow_validator_is_cut_off_before_the_api_server_gives_up() -> Result<()> {
+    let options = WebhookOptions::new().with_timeout(Duration::from_secs(2));
+    let served = Served::start(options).await?;
+    let mut slow = gizmo("slow", 1);
+    slow.spec.color = Some("slow".into());
+    let status = api_error(served.api.create(&PostParams::default(), &slow).await);
+    // The webhook's own answer, not the API server's "context deadline
+    // exceeded" under failurePolicy.
+    assert!(
+        status
+            .message
+            .contains("the validator did not answer within 1800 ms"),
+        "{status:?}"
+    );
+    assert_eq!(
+        served
+            .metrics
+            .requests("validate.gizmos.webhooks.test.concord.dev", "timed_out"),
+        1
+    );
+    served.done().await;
+    Ok(())
+}
+
+// ANCHOR: failure_policy
+#[tokio::test]
+async fn when_the_webhook_is_down_fail_blocks_writes() -> Result<()> {
+    let mut served =
+        Served::start(WebhookOptions::new().with_failure_policy(FailurePolicy::Fail)).await?;
+    served.stop().await;
+    let status = api_error(
+        served
+            .api
+            .create(&PostParams::default(), &gizmo("valid", 1))
+            .await,
+    );
+    assert_eq!(status.code, 500, "{status:?}");
+    assert!(
+        status.message.contains("failed calling webhook"),
+        "{status:?}"
+    );
+    assert!(served.api.get_opt("valid").await?.is_none());
+    served.done().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn when_the_webhook_is_down_ignore_admits_writes() -> Result<()> {
+    let mut served =
+        Served::start(WebhookOptions::new().with_failure_policy(FailurePolicy::Ignore)).await?;
+    served.stop().await;
+    // Invalid, and the webhook that would deny it is registered: admitted
+    // unchecked (and undefaulted) because the policy says Ignore.
+    served
+        .api
+        .create(&PostParams::default(), &gizmo("unchecked", 500))
+        .await?;
+    let stored = served.api.get("unchecked").await?;
+    assert_eq!(stored.spec.size, 500);
+    assert_eq!(stored.spec.color, None);
+    served.done().await;
+    Ok(())
+}
+// ANCHOR_END: failure_policy
+
+fn config_file(strategy: &str) -> Result<tempfile::NamedTempFile> {
+    let file = tempfile::NamedTempFile::new()?;
+    // Server-side apply cannot serve arbitrary closures, so it is chosen
+    // for metadata writes (the label below) only.
+    let yaml = if strategy == "apply" {
+        "strategies:\n  resources:\n    gizmos.webhooks.test.concord.dev:\n      operations:\n        metadata: apply\n".to_owned()
+    } else {
+        format!("strategies:\n  default: {strategy}\n")
+    };
+    std::fs::write(file.path(), yaml)?;
+    Ok(file)
+}
+
+/// Denies any Gizmo labelled `frozen`.
+struct NoFrozen;
+
+#[concord::async_trait]
+impl Validator<Gizmo> for NoFrozen {
+    async fn validate_update(&self, _old: &Gizmo, new: &Gizmo) -> Verdict {
+        if new.labels().contains_key("frozen") {
+            return Verdict::deny("gizmos cannot be frozen");
+        }
+        Verdict::allow()
+    }
+}
+
+// ANCHOR: rejected
+#[tokio::test]
+async fn a_denied_write_is_a_permanent_rejection_under_every_strategy() -> Result<()> {
+    let env = TestEnv::shared()?;
+    env.install_crd(Gizmo::crd()).await?;
+    for strategy in ["lax", "strict", "update", "locked", "apply"] {
+        let ns = env.namespace().await?;
+        let (ca, dir) = certs()?;
+        let webhooks = Webhooks::new().with_validator::<Gizmo, _>(
+            NoFrozen,
+            WebhookOptions::new().with_namespace_selector(only_namespace(ns.name())),
+        );
+        let config = config_file(strategy)?;
+        let manager = Manager::builder("webhook-test")
+            .with_client(env.client()?)
+            .with_args(
+                ManagerArgs::new()
+                    .with_config(config.path())
+                    .with_webhook_server("127.0.0.1:0", dir.path()),
+            )
+            .with_signal_handling(false)
+            .with_webhooks(webhooks.clone())
+            .build()
+            .await?;
+        let address = manager.webhook_address().unwrap();
+        let metrics = manager.webhook_metrics().unwrap();
+        let ctx = manager.context::<Gizmo>();
+        let shutdown = manager.shutdown_handle();
+        let running = tokio::spawn(manager.run());
+        register(&admin()?, &webhooks, ns.name(), address, &ca).await?;
+
+        let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
+        let created = api.create(&PostParams::default(), &gizmo("g", 1)).await?;
+        let freeze = || {
+            Mutation::new().with(Intent::SetLabel {
+                key: "frozen".into(),
+                value: "yes".into(),
+            })
+        };
+        // Until the API server has loaded the configuration a write may pass.
+        let mut observed = created;
+        let mut result = ctx.write(&observed, freeze()).await;
+        for _ in 0..100 {
+            if result.is_err() {
+                break;
+            }
+            let mut thawed = api.get("g").await?;
+            thawed.labels_mut().remove("frozen");
+            observed = api.replace("g", &PostParams::default(), &thawed).await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            result = ctx.write(&observed, freeze()).await;
+        }
+        let denied_before = metrics.requests("validate.gizmos.webhooks.test.concord.dev", "denied");
+        match result {
+            Err(WriteError::Rejected { source, .. }) => {
+                let kube::Error::Api(status) = *source else {
+                    panic!("{strategy}: not an API answer: {source:?}")
+                };
+                assert_eq!(status.code, 403, "{strategy}: {status:?}");
+                assert!(
+                    status.message.contains("gizmos cannot be frozen"),
+                    "{strategy}: {status:?}"
+                );
+            }
+            other => panic!("{strategy}: expected Rejected, got {other:?}"),
+        }
+        // Never retried: one more write costs exactly one more denial.
+        let again = ctx.write(&observed, freeze()).await;
+        assert!(
+            matches!(again, Err(WriteError::Rejected { .. })),
+            "{strategy}: {again:?}"
+        );
+        assert_eq!(
+            metrics.requests("validate.gizmos.webhooks.test.concord.dev", "denied"),
+            denied_before + 1,
+            "{strategy}: the denied write was retried"
+        );
+        assert!(!api.get("g").await?.labels().contains_key("frozen"));
+
+        shutdown.shutdown();
+        running.await??;
+        unregister(&admin()?, ns.name()).await;
+    }
+    Ok(())
+}
+// ANCHOR_END: rejected
