@@ -22,7 +22,7 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use concord_examples::race::{self, Args};
+use concord_race_bench::{self as race, Args};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -41,10 +41,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!(
-        "{}",
-        race::markdown(&outcome.report, args.baseline.map(|b| b.as_str()))
-    );
+    println!("{}", race::markdown(&outcome.report));
     match outcome.peak_rss_kib {
         Some(kib) => println!("client peak RSS (VmHWM): {:.1} MiB", kib as f64 / 1024.0),
         None => println!("client peak RSS: unavailable (no /proc/self/status)"),

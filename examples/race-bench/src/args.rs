@@ -19,6 +19,30 @@ pub enum Scenario {
     Hotspot,
 }
 
+/// How the races of a scenario are brought about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RaceMode {
+    /// Every raced write is raced for certain: in `kueue` the other
+    /// controller adds its finalizer after our controller has read the pod
+    /// from its cache and before it writes; in `argo` both paths send their
+    /// writes at once from the same cached object. `--race-intensity`
+    /// chooses the share of pods raced.
+    Lockstep,
+    /// The old mode: the other controller walks a shuffled order with
+    /// random pauses, and races happen only where timings happen to meet.
+    Random,
+}
+
+impl RaceMode {
+    /// The command-line spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RaceMode::Lockstep => "lockstep",
+            RaceMode::Random => "random",
+        }
+    }
+}
+
 impl Scenario {
     /// The command-line spelling.
     pub const fn as_str(self) -> &'static str {
@@ -57,6 +81,16 @@ pub enum Contender {
     /// `/metadata/finalizers/<i>`, `i` taken from the observed object, no
     /// lock and no precondition.
     JsonIndex,
+    /// The API server's own capacity: the same logical changes as bare
+    /// strategic-merge PATCHes, no cache read, no precondition, no
+    /// bookkeeping.
+    Ceiling,
+    /// A Go program doing the work the controller-runtime way: informer
+    /// cache, `MergeFromWithOptimisticLock` and `RetryOnConflict`.
+    ControllerRuntime,
+    /// The same Go program with a plain `MergeFrom`: controller-runtime's
+    /// `lax`.
+    ControllerRuntimeLax,
 }
 
 impl Contender {
@@ -68,7 +102,20 @@ impl Contender {
             Contender::Update => Some(StrategyName::Update),
             Contender::Locked => Some(StrategyName::Locked),
             Contender::Apply => Some(StrategyName::Apply),
-            Contender::Raw | Contender::JsonIndex => None,
+            Contender::Raw
+            | Contender::JsonIndex
+            | Contender::Ceiling
+            | Contender::ControllerRuntime
+            | Contender::ControllerRuntimeLax => None,
+        }
+    }
+
+    /// The mode of the controller-runtime peer, if this contender is it.
+    pub const fn peer_mode(self) -> Option<&'static str> {
+        match self {
+            Contender::ControllerRuntime => Some("strict"),
+            Contender::ControllerRuntimeLax => Some("lax"),
+            _ => None,
         }
     }
 
@@ -77,6 +124,9 @@ impl Contender {
         match self {
             Contender::Raw => "raw",
             Contender::JsonIndex => "json-index",
+            Contender::Ceiling => "ceiling",
+            Contender::ControllerRuntime => "controller-runtime",
+            Contender::ControllerRuntimeLax => "controller-runtime-lax",
             other => match other.strategy() {
                 Some(name) => name.as_str(),
                 None => "?",
@@ -85,7 +135,8 @@ impl Contender {
     }
 
     /// The contenders a scenario runs when `--strategies` is not given:
-    /// the five strategies and `raw`, plus `json-index` in `argo`.
+    /// the five strategies, `raw`, `ceiling` and `controller-runtime`, plus
+    /// `json-index` in `argo`.
     pub fn defaults(scenario: Scenario) -> Vec<Contender> {
         let mut all = vec![
             Contender::Lax,
@@ -94,6 +145,8 @@ impl Contender {
             Contender::Locked,
             Contender::Apply,
             Contender::Raw,
+            Contender::Ceiling,
+            Contender::ControllerRuntime,
         ];
         if scenario == Scenario::Argo {
             all.push(Contender::JsonIndex);
@@ -117,9 +170,22 @@ pub struct Args {
     /// The incident to reproduce.
     #[arg(long, value_enum, default_value_t = Scenario::Kueue)]
     pub scenario: Scenario,
-    /// Pods to create per strategy (in `hotspot`: writes in all).
+    /// Pods per contender over all rounds (in `hotspot`: writes in all);
+    /// each round gives every contender `pods / rounds` fresh pods.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=200_000))]
     pub pods: u32,
+    /// Rounds: each runs every contender once on its own slice of pods, in
+    /// an order rotated per round, so load drift hits all alike; ratios get
+    /// a 95% interval paired by round.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// How races are brought about.
+    #[arg(long, value_enum, default_value_t = RaceMode::Lockstep)]
+    pub race: RaceMode,
+    /// With `--race lockstep`: the share of pods raced, 0 to 1. The default
+    /// is the Kueue incident's magnitude (7,297 of 10,000 finalizers lost).
+    #[arg(long, default_value_t = 0.75, value_parser = intensity)]
+    pub race_intensity: f64,
     /// Concurrent writer tasks of our controller.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub writers: u32,
@@ -141,12 +207,25 @@ pub struct Args {
     /// Contender whose writes/s the others are compared with.
     #[arg(long, value_enum)]
     pub baseline: Option<Contender>,
-    /// With `--baseline`: fail when a contender's writes/s is more than this
-    /// many percent below the baseline's.
+    /// With `--baseline`: fail unless the 95% interval of every concord
+    /// strategy's writes/s ratio to the baseline lies above `1 - this/100`
+    /// ("undecided" when it straddles that line, also a failure).
     #[arg(long, default_value_t = 5.0, requires = "baseline")]
     pub max_regression: f64,
 }
 // ANCHOR_END: args
+
+/// Parse a race intensity: a share from 0 to 1.
+fn intensity(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not between 0 and 1"))
+    }
+}
 
 impl Args {
     /// The contenders to run, in order, without duplicates.
@@ -174,6 +253,16 @@ mod tests {
         let args = Args::try_parse_from(["race-bench", "--scenario", "argo"]).unwrap();
         assert_eq!(args.contenders().last(), Some(&Contender::JsonIndex));
         assert_eq!(args.pods, 10_000);
+        assert_eq!(args.rounds, 5);
+        assert_eq!(args.race, RaceMode::Lockstep);
+    }
+
+    #[test]
+    fn intensity_outside_zero_to_one_is_refused() {
+        assert!(Args::try_parse_from(["race-bench", "--race-intensity", "1.5"]).is_err());
+        assert!(Args::try_parse_from(["race-bench", "--race-intensity", "x"]).is_err());
+        let args = Args::try_parse_from(["race-bench", "--race-intensity", "0.3"]).unwrap();
+        assert!((args.race_intensity - 0.3).abs() < 1e-12);
     }
 
     #[test]
