@@ -91,6 +91,17 @@ pub enum Contender {
     /// The same Go program with a plain `MergeFrom`: controller-runtime's
     /// `lax`.
     ControllerRuntimeLax,
+    /// `lax` through a real `Manager` and `Reconciler`, chosen by the YAML
+    /// strategy table.
+    ManagerLax,
+    /// `strict` through a real `Manager` and `Reconciler`.
+    ManagerStrict,
+    /// `update` through a real `Manager` and `Reconciler`.
+    ManagerUpdate,
+    /// `locked` through a real `Manager` and `Reconciler`.
+    ManagerLocked,
+    /// `apply` through a real `Manager` and `Reconciler`.
+    ManagerApply,
 }
 
 impl Contender {
@@ -102,11 +113,32 @@ impl Contender {
             Contender::Update => Some(StrategyName::Update),
             Contender::Locked => Some(StrategyName::Locked),
             Contender::Apply => Some(StrategyName::Apply),
-            Contender::Raw
-            | Contender::JsonIndex
-            | Contender::Ceiling
-            | Contender::ControllerRuntime
-            | Contender::ControllerRuntimeLax => None,
+            _ => None,
+        }
+    }
+
+    /// The strategy this contender runs through a `Manager`, if it does.
+    pub const fn manager_strategy(self) -> Option<StrategyName> {
+        match self {
+            Contender::ManagerLax => Some(StrategyName::Lax),
+            Contender::ManagerStrict => Some(StrategyName::Strict),
+            Contender::ManagerUpdate => Some(StrategyName::Update),
+            Contender::ManagerLocked => Some(StrategyName::Locked),
+            Contender::ManagerApply => Some(StrategyName::Apply),
+            _ => None,
+        }
+    }
+
+    /// The direct-call contender of the same strategy, for a manager
+    /// contender: the pair whose ratio is the framework's overhead.
+    pub const fn direct(self) -> Option<Contender> {
+        match self {
+            Contender::ManagerLax => Some(Contender::Lax),
+            Contender::ManagerStrict => Some(Contender::Strict),
+            Contender::ManagerUpdate => Some(Contender::Update),
+            Contender::ManagerLocked => Some(Contender::Locked),
+            Contender::ManagerApply => Some(Contender::Apply),
+            _ => None,
         }
     }
 
@@ -127,6 +159,11 @@ impl Contender {
             Contender::Ceiling => "ceiling",
             Contender::ControllerRuntime => "controller-runtime",
             Contender::ControllerRuntimeLax => "controller-runtime-lax",
+            Contender::ManagerLax => "manager-lax",
+            Contender::ManagerStrict => "manager-strict",
+            Contender::ManagerUpdate => "manager-update",
+            Contender::ManagerLocked => "manager-locked",
+            Contender::ManagerApply => "manager-apply",
             other => match other.strategy() {
                 Some(name) => name.as_str(),
                 None => "?",
@@ -135,8 +172,8 @@ impl Contender {
     }
 
     /// The contenders a scenario runs when `--strategies` is not given:
-    /// the five strategies, `raw`, `ceiling` and `controller-runtime`, plus
-    /// `json-index` in `argo`.
+    /// the five strategies, `strict` through a `Manager`, `raw`, `ceiling`
+    /// and `controller-runtime`, plus `json-index` in `argo`.
     pub fn defaults(scenario: Scenario) -> Vec<Contender> {
         let mut all = vec![
             Contender::Lax,
@@ -144,6 +181,7 @@ impl Contender {
             Contender::Update,
             Contender::Locked,
             Contender::Apply,
+            Contender::ManagerStrict,
             Contender::Raw,
             Contender::Ceiling,
             Contender::ControllerRuntime,
@@ -189,8 +227,8 @@ pub struct Args {
     /// Concurrent writer tasks of our controller.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub writers: u32,
-    /// Comma-separated contenders [default: lax,strict,update,locked,apply,raw
-    /// (+json-index in argo)].
+    /// Comma-separated contenders [default: lax,strict,update,locked,apply,
+    /// manager-strict,raw,ceiling,controller-runtime (+json-index in argo)].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub strategies: Option<Vec<Contender>>,
     /// Seed of every random choice (foreign-writer order and timing, which

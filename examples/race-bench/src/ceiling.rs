@@ -22,7 +22,10 @@ pub(crate) async fn write(
     tally: &Tally,
 ) -> Result<(), Failure> {
     tally.request(Verb::Patch);
-    match api.patch(name, params, &Patch::Strategic(patch(change))).await {
+    match api
+        .patch(name, params, &Patch::Strategic(patch(change)))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 && change.set_label.is_none() => Ok(()),
         Err(err) => Err(Failure::from_kube(&err)),

@@ -7,6 +7,7 @@ use crate::{Report, Scenario};
 /// `strict`, `update` and `apply` always; `locked` in `argo`, where all
 /// writers share one process.
 pub(crate) fn must_be_safe(strategy: &str, scenario: Scenario) -> bool {
+    let strategy = strategy.strip_prefix("manager-").unwrap_or(strategy);
     matches!(strategy, "strict" | "update" | "apply")
         || (strategy == "locked" && scenario == Scenario::Argo)
 }

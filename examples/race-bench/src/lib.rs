@@ -41,6 +41,7 @@ mod controller;
 mod foreign;
 mod json;
 mod json_index;
+mod manager;
 mod namespace;
 mod peer;
 mod progress;

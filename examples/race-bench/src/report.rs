@@ -30,18 +30,20 @@ pub fn markdown(report: &Report) -> String {
         let _ = write!(out, " vs {name} [95% CI] |");
     }
     out.push_str(
-        " of ceiling | p50 ms | p99 ms | requests | conflicts | retries | errors | failed | lost | raced | fallbacks | CPU ms/write | peak RSS MiB | requests by verb |\n",
+        " vs direct call [95% CI] | of ceiling | p50 ms | p99 ms | requests | conflicts | retries | errors | failed | lost | raced | fallbacks | CPU ms/write | peak RSS MiB | requests by verb |\n",
     );
     out.push_str("| --- | ---: | ---: |");
     if baseline.is_some() {
         out.push_str(" ---: |");
     }
-    out.push_str(" ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    out.push_str(" ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for r in &report.results {
         let (min, max) = r
             .rounds_writes_per_s
             .iter()
-            .fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+            .fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
         let _ = write!(
             out,
             "| {} | {:.0} | {:.0} [{:.0}–{:.0}] |",
@@ -66,6 +68,15 @@ pub fn markdown(report: &Report) -> String {
                 None => out.push_str(" - |"),
             }
         }
+        match r.vs_direct {
+            Some(i) if i.hi.is_finite() => {
+                let _ = write!(out, " {:.3}x [{:.3}, {:.3}] |", i.ratio, i.lo, i.hi);
+            }
+            Some(i) => {
+                let _ = write!(out, " {:.3}x |", i.ratio);
+            }
+            None => out.push_str(" - |"),
+        }
         let _ = writeln!(
             out,
             " {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -81,8 +92,7 @@ pub fn markdown(report: &Report) -> String {
             r.lost_writes,
             r.raced_writes,
             r.fallbacks,
-            r.cpu_ms_per_write
-                .map_or("-".into(), |c| format!("{c:.3}")),
+            r.cpu_ms_per_write.map_or("-".into(), |c| format!("{c:.3}")),
             r.peak_rss_mib.map_or("-".into(), |m| format!("{m:.1}")),
             r.verbs()
         );

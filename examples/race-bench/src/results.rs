@@ -60,6 +60,10 @@ pub struct StrategyResult {
     /// The ratio to the `--baseline`'s writes/s, paired by round, with its
     /// 95% interval.
     pub vs_baseline: Option<Interval>,
+    /// For a `manager-*` contender: its writes/s ratio to the direct call
+    /// of the same strategy, paired by round; `1 - ratio` is the
+    /// framework's overhead.
+    pub vs_direct: Option<Interval>,
     /// What `vs_baseline` says about `1 - max_regression`, for the concord
     /// strategies the graduation check judges.
     pub verdict: Option<Verdict>,
@@ -151,6 +155,7 @@ impl StrategyResult {
             rounds_writes_per_s: per_round,
             fraction_of_ceiling: None,
             vs_baseline: None,
+            vs_direct: None,
             verdict: None,
             requests_by_verb: by_verb,
         }

@@ -20,7 +20,7 @@ use crate::scenarios::{Racing, Workload};
 use crate::send::Sender;
 use crate::stats::Interval;
 use crate::{
-    Args, Contender, RaceMode, Report, StrategyResult, check, controller, foreign, json,
+    Args, Contender, RaceMode, Report, StrategyResult, check, controller, foreign, json, manager,
     namespace, peer, setup, svg, usage, verify,
 };
 
@@ -178,7 +178,14 @@ fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args
         .and_then(find)
         .map(|i| results[i].rounds_writes_per_s.clone());
     let floor = 1.0 - args.max_regression / 100.0;
+    let rounds: Vec<Vec<f64>> = results
+        .iter()
+        .map(|r| r.rounds_writes_per_s.clone())
+        .collect();
     for (r, c) in results.iter_mut().zip(contenders) {
+        if let Some(direct) = c.direct().and_then(find) {
+            r.vs_direct = Interval::paired(&r.rounds_writes_per_s, &rounds[direct]);
+        }
         if let Some(ceiling) = ceiling.filter(|c| *c > 0.0) {
             r.fraction_of_ceiling = Some(crate::results::round(r.writes_per_s / ceiling, 3));
         }
@@ -186,7 +193,7 @@ fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args
             && Some(*c) != args.baseline
         {
             r.vs_baseline = Interval::paired(&r.rounds_writes_per_s, base);
-            if c.strategy().is_some() {
+            if c.strategy().is_some() || c.manager_strategy().is_some() {
                 r.verdict = r.vs_baseline.map(|i| i.against(floor));
             }
         }
@@ -225,7 +232,10 @@ async fn run_one(
             peer::run(binary, kubeconfig, &ns, mode, s.args.writers, workload).await?
         }
         (Some(_), _, _) => anyhow::bail!("{name} needs the peer binary and a kubeconfig"),
-        (None, _, _) => ours(s, contender, &ns, workload).await?,
+        (None, _, _) => match contender.manager_strategy() {
+            Some(strategy) => through_manager(s, strategy, name, &ns, workload).await?,
+            None => ours(s, contender, &ns, workload).await?,
+        },
     };
     if let Some(other) = other {
         let failed = other.await?;
@@ -289,6 +299,35 @@ async fn ours(
         cpu_ms,
         peak_rss_kib: peak,
     })
+}
+
+/// The write phase of a contender running through a `Manager`.
+async fn through_manager(
+    s: &Setting<'_>,
+    strategy: concord::StrategyName,
+    name: &str,
+    ns: &str,
+    workload: &Workload,
+) -> anyhow::Result<RoundFigures> {
+    let bar = s.progress.bar(name, "write", workload.lanes.len() as u64);
+    let foreign = Arc::new(Inline::new(s.foreign_client.clone(), ns));
+    let rss_reset = usage::reset_peak_rss();
+    let cpu_before = usage::cpu_ms();
+    let job = manager::Job {
+        client: s.client.clone(),
+        namespace: ns,
+        strategy,
+        writers: s.args.writers,
+        foreign,
+        bar: bar.clone(),
+        timeout: WRITE_PHASE_TIMEOUT,
+    };
+    let (mut figures, counts) = manager::run(job, workload).await?;
+    figures.cpu_ms = cpu_before.zip(usage::cpu_ms()).map(|(a, b)| b - a);
+    figures.peak_rss_kib = usage::peak_rss_kib().filter(|_| rss_reset);
+    figures.counts = counts;
+    bar.finish_and_clear();
+    Ok(figures)
 }
 
 /// A client of its own for the kubeconfig at `path`.

@@ -151,7 +151,7 @@ impl Sender {
 
 // ANCHOR: mutation
 /// `change` as concord intents.
-fn mutation(change: &Change) -> Mutation {
+pub(crate) fn mutation(change: &Change) -> Mutation {
     let mut m = Mutation::new();
     if let Some(finalizer) = change.remove_finalizer {
         m = m.with(Intent::remove_finalizer(finalizer));

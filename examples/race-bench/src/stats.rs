@@ -121,7 +121,10 @@ mod tests {
     #[test]
     fn identical_ratios_give_a_point_interval() {
         let i = Interval::paired(&[90.0, 45.0, 180.0], &[100.0, 50.0, 200.0]).unwrap();
-        assert!(close(i.ratio, 0.9) && close(i.lo, 0.9) && close(i.hi, 0.9), "{i:?}");
+        assert!(
+            close(i.ratio, 0.9) && close(i.lo, 0.9) && close(i.hi, 0.9),
+            "{i:?}"
+        );
         assert_eq!(i.against(0.95), Verdict::Missed);
         assert_eq!(i.against(0.9 - 1e-6), Verdict::Met);
     }

@@ -152,11 +152,7 @@ fn intervals(svg: &mut String, top: f64, report: &Report, base: &str) {
             })
         })
         .collect();
-    let max = rows
-        .iter()
-        .map(|r| r.3)
-        .fold(1.1_f64, f64::max)
-        .min(10.0);
+    let max = rows.iter().map(|r| r.3).fold(1.1_f64, f64::max).min(10.0);
     let inner = WIDTH - LEFT - RIGHT;
     let slot = inner / rows.len().max(1) as f64;
     let bottom = top + PANEL;

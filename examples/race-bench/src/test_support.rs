@@ -25,6 +25,7 @@ pub(crate) fn result(name: &str, writes_per_s: f64, lost_writes: u64) -> Strateg
         median_writes_per_s: writes_per_s,
         fraction_of_ceiling: None,
         vs_baseline: None,
+        vs_direct: None,
         verdict: None,
         requests_by_verb: [0; 4],
     }

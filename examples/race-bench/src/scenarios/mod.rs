@@ -62,7 +62,11 @@ pub(crate) enum Race {
 impl Item {
     /// Logical writes this item stands for: one, two with a twin.
     pub(crate) fn writes(&self) -> usize {
-        if matches!(self.race, Race::Twin(_)) { 2 } else { 1 }
+        if matches!(self.race, Race::Twin(_)) {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -161,7 +165,7 @@ pub(crate) fn raced_set(pods: u32, seed: u64, racing: Racing) -> Vec<bool> {
     }
     let count = (racing.intensity * f64::from(pods)).round() as usize;
     let mut order: Vec<usize> = (0..pods as usize).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(seed ^ 0x5eed_0f_7ace));
+    order.shuffle(&mut StdRng::seed_from_u64(seed ^ 0x005e_ed0f_7ace));
     for &i in order.iter().take(count) {
         raced[i] = true;
     }
@@ -235,7 +239,10 @@ mod tests {
             .iter()
             .filter(|s| s.final_finalizers == [FOREIGN])
             .count();
-        assert_eq!(raced_specs, 750, "raced pods must end with the foreign finalizer");
+        assert_eq!(
+            raced_specs, 750,
+            "raced pods must end with the foreign finalizer"
+        );
         let argo = Workload::new(Scenario::Argo, 1000, 4, 7, racing(1.0));
         assert_eq!(argo.raced(), 2000);
         assert_eq!(argo.lanes.len(), 2000, "two paths write every pod");
