@@ -282,6 +282,7 @@ func write(ctx context.Context, c, foreign client.Client, w *work, it item, firs
 				return err
 			}
 		}
+		// ANCHOR: peer_write
 		orig := pod.DeepCopy()
 		changed := false
 		if ch.RemoveFinalizer != "" {
@@ -306,6 +307,7 @@ func write(ctx context.Context, c, foreign client.Client, w *work, it item, firs
 		return body()
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, body)
+	// ANCHOR_END: peer_write
 }
 
 // addForeign is the other controller's write: a strategic merge patch that

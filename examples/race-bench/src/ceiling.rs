@@ -32,6 +32,7 @@ pub(crate) async fn write(
     }
 }
 
+// ANCHOR: ceiling_patch
 /// The strategic merge patch for `change`.
 fn patch(change: &Change) -> Value {
     let mut md = Map::new();
@@ -46,6 +47,7 @@ fn patch(change: &Change) -> Value {
     }
     json!({ "metadata": md })
 }
+// ANCHOR_END: ceiling_patch
 
 #[cfg(test)]
 mod tests {

@@ -124,6 +124,7 @@ pub(crate) async fn run(lanes: &Lanes, writers: u32, crew: Crew) -> Run {
     run
 }
 
+// ANCHOR: window
 async fn work(task: usize, queue: &Queue, crew: &Crew) -> Run {
     let mut run = Run::default();
     while let Some(item) = queue.next(task) {
@@ -154,6 +155,7 @@ async fn work(task: usize, queue: &Queue, crew: &Crew) -> Run {
     }
     run
 }
+// ANCHOR_END: window
 
 /// Object number `object` as the controller sees it: from the cache, or a
 /// bare name for contenders that read nothing.

@@ -81,6 +81,7 @@ impl State {
     }
 }
 
+// ANCHOR: reconciler
 /// The benchmark's reconciler: on each pod it makes the pending writes of
 /// the workload through the context, racing them as the workload says.
 struct Writer(Arc<State>);
@@ -157,6 +158,8 @@ impl Reconciler<Pod> for Writer {
         }
     }
 }
+
+// ANCHOR_END: reconciler
 
 /// A write to try again, no longer raced on purpose.
 fn again(change: Change, attempts: u32) -> Pending {

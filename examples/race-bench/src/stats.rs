@@ -55,6 +55,7 @@ impl Interval {
     /// ratios make `a/b` and `b/a` symmetric and keep the bounds positive.
     /// `None` when the slices differ in length, are empty or hold a value
     /// that is not positive.
+    // ANCHOR: paired
     pub fn paired(contender: &[f64], baseline: &[f64]) -> Option<Interval> {
         if contender.len() != baseline.len() || contender.is_empty() {
             return None;
@@ -85,7 +86,9 @@ impl Interval {
             rounds: n,
         })
     }
+    // ANCHOR_END: paired
 
+    // ANCHOR: against
     /// Whether the interval clears `floor`.
     pub fn against(&self, floor: f64) -> Verdict {
         if self.lo >= floor {
@@ -96,6 +99,7 @@ impl Interval {
             Verdict::Undecided
         }
     }
+    // ANCHOR_END: against
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
