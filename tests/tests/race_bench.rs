@@ -18,7 +18,7 @@ use anyhow::{Context, ensure};
 use clap::Parser as _;
 use concord_race_bench::{self as race, Args, BenchOutcome, Report, StrategyResult};
 
-async fn bench(args: &[&str], out: Option<&Path>) -> anyhow::Result<BenchOutcome> {
+async fn bench(args: &[&str], out: &Path) -> anyhow::Result<BenchOutcome> {
     let env = tokio::task::spawn_blocking(concord_testenv::TestEnv::shared).await??;
     let mut argv: Vec<String> = ["race-bench", "--writers", "4", "--seed", "7"]
         .iter()
@@ -27,10 +27,8 @@ async fn bench(args: &[&str], out: Option<&Path>) -> anyhow::Result<BenchOutcome
         .collect();
     argv.push("--kubeconfig".into());
     argv.push(env.kubeconfig_path().display().to_string());
-    if let Some(out) = out {
-        argv.push("--out".into());
-        argv.push(out.display().to_string());
-    }
+    argv.push("--out".into());
+    argv.push(out.display().to_string());
     let outcome = race::run(&Args::try_parse_from(argv)?).await?;
     println!("{}", race::markdown(&outcome.report));
     Ok(outcome)
@@ -43,8 +41,7 @@ fn result<'a>(report: &'a Report, name: &str) -> anyhow::Result<&'a StrategyResu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> anyhow::Result<()>
-{
+async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> anyhow::Result<()> {
     let out = std::env::temp_dir().join(format!("race-bench-test-{}", std::process::id()));
     let outcome = bench(
         &[
@@ -63,7 +60,7 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
             "--baseline",
             "lax",
         ],
-        Some(&out),
+        &out,
     )
     .await?;
     let report = &outcome.report;
@@ -140,6 +137,7 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result<()> {
+    let out = std::env::temp_dir().join(format!("race-bench-argo-{}", std::process::id()));
     let outcome = bench(
         &[
             "--scenario",
@@ -153,9 +151,10 @@ async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result
             "--strategies",
             "json-index,strict,update,locked,apply",
         ],
-        None,
+        &out,
     )
     .await?;
+    std::fs::remove_dir_all(&out)?;
     let report = &outcome.report;
     let json_index = result(report, "json-index")?;
     assert_eq!(json_index.raced_writes, 400, "{json_index:?}");

@@ -235,20 +235,22 @@ pub struct Args {
     /// pods carry a second finalizer).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Directory for `results.json` and `results.svg`.
+    /// Directory for `results.json` and `results.svg` [default:
+    /// target/race-bench/<scenario>].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Cluster to run on [default: $KUBECONFIG, else the embedded control
     /// plane].
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Contender whose writes/s the others are compared with.
+    /// Contender whose writes/s the others are compared with [default: lax,
+    /// when it runs].
     #[arg(long, value_enum)]
     pub baseline: Option<Contender>,
-    /// With `--baseline`: fail unless the 95% interval of every concord
-    /// strategy's writes/s ratio to the baseline lies above `1 - this/100`
-    /// ("undecided" when it straddles that line, also a failure).
-    #[arg(long, default_value_t = 5.0, requires = "baseline")]
+    /// Fail unless the 95% interval of every concord strategy's writes/s
+    /// ratio to the baseline lies above `1 - this/100` ("undecided" when it
+    /// straddles that line, also a failure).
+    #[arg(long, default_value_t = 5.0)]
     pub max_regression: f64,
 }
 // ANCHOR_END: args
@@ -266,6 +268,22 @@ fn intensity(text: &str) -> Result<f64, String> {
 }
 
 impl Args {
+    /// The baseline: `--baseline`, else `lax` when it runs.
+    pub fn baseline(&self) -> Option<Contender> {
+        self.baseline.or_else(|| {
+            self.contenders()
+                .contains(&Contender::Lax)
+                .then_some(Contender::Lax)
+        })
+    }
+
+    /// Where `results.json` and `results.svg` go.
+    pub fn out_dir(&self) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("target/race-bench").join(self.scenario.as_str()))
+    }
+
     /// The contenders to run, in order, without duplicates.
     pub fn contenders(&self) -> Vec<Contender> {
         let wanted = self
@@ -314,7 +332,13 @@ mod tests {
     }
 
     #[test]
-    fn max_regression_needs_a_baseline() {
-        assert!(Args::try_parse_from(["race-bench", "--max-regression", "5"]).is_err());
+    fn the_baseline_is_lax_when_it_runs() {
+        let args = Args::try_parse_from(["race-bench"]).unwrap();
+        assert_eq!(args.baseline(), Some(Contender::Lax));
+        let args = Args::try_parse_from(["race-bench", "--strategies", "strict,raw"]).unwrap();
+        assert_eq!(args.baseline(), None);
+        let args = Args::try_parse_from(["race-bench", "--baseline", "raw"]).unwrap();
+        assert_eq!(args.baseline(), Some(Contender::Raw));
+        assert!(args.out_dir().ends_with("race-bench/kueue"));
     }
 }

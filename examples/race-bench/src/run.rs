@@ -151,15 +151,14 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         race: args.race.as_str().to_owned(),
         race_intensity: args.race_intensity,
         seed: args.seed,
-        baseline: args.baseline.map(|b| b.as_str().to_owned()),
+        baseline: args.baseline().map(|b| b.as_str().to_owned()),
         max_regression: args.max_regression,
         order: order_log,
         results,
     };
-    if let Some(dir) = &args.out {
-        json::write(dir, &report)?;
-        svg::write(dir, &report)?;
-    }
+    let dir = args.out_dir();
+    json::write(&dir, &report)?;
+    svg::write(&dir, &report)?;
     let failures = check::failures(&report, args.scenario);
     Ok(BenchOutcome {
         report,
@@ -173,8 +172,8 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
 fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args) {
     let find = |c: Contender| contenders.iter().position(|x| *x == c);
     let ceiling = find(Contender::Ceiling).map(|i| results[i].writes_per_s);
-    let base = args
-        .baseline
+    let baseline = args.baseline();
+    let base = baseline
         .and_then(find)
         .map(|i| results[i].rounds_writes_per_s.clone());
     let floor = 1.0 - args.max_regression / 100.0;
@@ -190,7 +189,7 @@ fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args
             r.fraction_of_ceiling = Some(crate::results::round(r.writes_per_s / ceiling, 3));
         }
         if let Some(base) = &base
-            && Some(*c) != args.baseline
+            && Some(*c) != baseline
         {
             r.vs_baseline = Interval::paired(&r.rounds_writes_per_s, base);
             if c.strategy().is_some() || c.manager_strategy().is_some() {
