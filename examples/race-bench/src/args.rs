@@ -236,7 +236,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Directory for `results.json` and `results.svg` [default:
-    /// target/race-bench/<scenario>].
+    /// `target/race-bench/<scenario>`].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Cluster to run on [default: $KUBECONFIG, else the embedded control
