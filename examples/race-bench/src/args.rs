@@ -235,8 +235,8 @@ pub struct Args {
     /// pods carry a second finalizer).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Directory for `results.json` and `results.svg` [default:
-    /// `target/race-bench/<scenario>`].
+    /// Directory for `results.json` and `results.svg`; by default
+    /// `target/race-bench/SCENARIO`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Cluster to run on [default: $KUBECONFIG, else the embedded control
