@@ -1,7 +1,6 @@
 //! Shared plumbing for concord's runnable examples: connecting to a cluster
-//! or, when none is configured, to an embedded control plane; and the race
-//! benchmark ([`race`]), kept in the library so that integration tests run
-//! the very code `cargo run --example race-bench` runs.
+//! or, when none is configured, to an embedded control plane. The race
+//! benchmark is a package of its own, `concord-race-bench`, in `race-bench/`.
 
 mod cli;
 mod connect;
@@ -18,7 +17,3 @@ pub use cli::{ExampleArgs, client_of, demo_connection, load_config, role_yaml};
 pub use connect::{Connection, connect};
 #[doc(inline)]
 pub use demo::{ensure_namespace, wait_until};
-
-// The benchmark's files live beside its `main.rs` in `race-bench/`.
-#[path = "../race-bench/bench.rs"]
-pub mod race;

@@ -1,7 +1,9 @@
-//! The race benchmark at small scale on the real control plane: it must
-//! reproduce both incidents (`lax` loses foreign finalizers in `kueue`,
-//! Argo's `json-index` patch fails in `argo`) and show the safe strategies
-//! losing nothing.
+//! The race benchmark at small scale on the real control plane, in its
+//! deterministic race mode: every raced write is raced for certain, so
+//! `lax` must lose exactly the foreign finalizers of the raced pods, Argo's
+//! `json-index` patch must fail, and the safe strategies — and the
+//! controller-runtime peer's optimistic lock — must lose and give up
+//! nothing while meeting a conflict on every race.
 //!
 //! Runs the same library code as
 //! `cargo run --release --example race-bench`; see the book chapter
@@ -10,96 +12,124 @@
 //! Run with `cargo test -p concord-tests --test race_bench -- --nocapture`
 //! to see the tables.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use anyhow::{Context, ensure};
-use concord_examples::race::{self, Args, BenchOutcome, Contender, Report, Scenario};
+use clap::Parser as _;
+use concord_race_bench::{self as race, Args, BenchOutcome, Report, StrategyResult};
 
-const PODS: u32 = 200;
-const WRITERS: u32 = 4;
-
-async fn bench(
-    scenario: Scenario,
-    contenders: &[Contender],
-    out: Option<PathBuf>,
-) -> anyhow::Result<BenchOutcome> {
+async fn bench(args: &[&str], out: &Path) -> anyhow::Result<BenchOutcome> {
     let env = tokio::task::spawn_blocking(concord_testenv::TestEnv::shared).await??;
-    let args = Args {
-        scenario,
-        pods: PODS,
-        writers: WRITERS,
-        strategies: Some(contenders.to_vec()),
-        seed: 7,
-        out,
-        kubeconfig: Some(env.kubeconfig_path().to_path_buf()),
-        baseline: None,
-        max_regression: 5.0,
-    };
-    let outcome = race::run(&args).await?;
-    println!("{}", race::markdown(&outcome.report, None));
+    let mut argv: Vec<String> = ["race-bench", "--writers", "4", "--seed", "7"]
+        .iter()
+        .chain(args)
+        .map(|s| (*s).to_owned())
+        .collect();
+    argv.push("--kubeconfig".into());
+    argv.push(env.kubeconfig_path().display().to_string());
+    argv.push("--out".into());
+    argv.push(out.display().to_string());
+    let outcome = race::run(&Args::try_parse_from(argv)?).await?;
+    println!("{}", race::markdown(&outcome.report));
     Ok(outcome)
 }
 
-fn lost(report: &Report, strategy: &str) -> anyhow::Result<u64> {
-    Ok(report
-        .result(strategy)
-        .with_context(|| format!("{strategy} did not run"))?
-        .lost_writes)
+fn result<'a>(report: &'a Report, name: &str) -> anyhow::Result<&'a StrategyResult> {
+    report
+        .result(name)
+        .with_context(|| format!("{name} did not run"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kueue_lax_loses_foreign_finalizers_and_safe_strategies_lose_none() -> anyhow::Result<()> {
+async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> anyhow::Result<()> {
     let out = std::env::temp_dir().join(format!("race-bench-test-{}", std::process::id()));
-    let contenders = [
-        Contender::Lax,
-        Contender::Strict,
-        Contender::Update,
-        Contender::Apply,
-    ];
-    let outcome = bench(Scenario::Kueue, &contenders, Some(out.clone())).await?;
+    let outcome = bench(
+        &[
+            "--scenario",
+            "kueue",
+            "--pods",
+            "300",
+            "--rounds",
+            "2",
+            "--race",
+            "lockstep",
+            "--race-intensity",
+            "0.75",
+            "--strategies",
+            "lax,strict,update,apply,ceiling,controller-runtime",
+            "--baseline",
+            "lax",
+        ],
+        &out,
+    )
+    .await?;
     let report = &outcome.report;
-    ensure!(
-        lost(report, "lax")? > 0,
-        "lax was expected to drop foreign finalizers"
-    );
-    for safe in ["strict", "update", "apply"] {
-        assert_eq!(lost(report, safe)?, 0, "{safe} lost writes");
-    }
-    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
 
-    // results.json has exactly the documented keys.
+    // 2 rounds of 150 pods, 113 of each raced.
+    let lax = result(report, "lax")?;
+    assert_eq!(lax.raced_writes, 226, "{lax:?}");
+    assert_eq!(
+        lax.lost_writes, lax.raced_writes,
+        "lax must drop the foreign finalizer of every raced pod: {lax:?}"
+    );
+    for safe in ["strict", "update", "apply", "controller-runtime"] {
+        let r = result(report, safe)?;
+        assert_eq!(r.raced_writes, 226, "{safe}: {r:?}");
+        assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{safe}: {r:?}");
+        assert!(r.writes_per_s > 0.0, "{safe}: {r:?}");
+    }
+    for locking in ["strict", "update", "controller-runtime"] {
+        let r = result(report, locking)?;
+        ensure!(
+            r.conflicts >= r.raced_writes,
+            "{locking} must meet a conflict on every race: {r:?}"
+        );
+    }
+    let ceiling = result(report, "ceiling")?;
+    assert_eq!(ceiling.lost_writes, 0, "{ceiling:?}");
+    assert_eq!(ceiling.fraction_of_ceiling, Some(1.0));
+    let strict = result(report, "strict")?;
+    let i = strict.vs_baseline.context("strict has a ratio to lax")?;
+    assert_eq!(i.rounds, 2);
+    assert!(i.lo <= i.ratio && i.ratio <= i.hi, "{i:?}");
+    assert!(strict.verdict.is_some());
+    assert!(strict.cpu_ms_per_write.is_some() && strict.peak_rss_mib.is_some());
+    let peer = result(report, "controller-runtime")?;
+    assert!(peer.peak_rss_mib.is_some_and(|m| m > 0.0), "{peer:?}");
+    // Lost writes by a safe strategy would fail; the ratios decide the rest.
+    assert!(
+        outcome.failures.iter().all(|f| f.contains("x lax")),
+        "{:?}",
+        outcome.failures
+    );
+
+    // results.json keeps the old keys and adds the new ones.
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json"))?)?;
-    let keys = |v: &serde_json::Value| -> Vec<String> {
-        let mut k: Vec<String> = v
-            .as_object()
-            .map(|o| o.keys().cloned().collect())
-            .unwrap_or_default();
-        k.sort();
-        k
-    };
-    assert_eq!(keys(&json), ["pods", "results", "scenario", "writers"]);
     let results = json["results"].as_array().context("results is a list")?;
-    assert_eq!(results.len(), contenders.len());
+    assert_eq!(results.len(), 6);
     for r in results {
-        assert_eq!(
-            keys(r),
-            [
-                "conflicts",
-                "errors",
-                "lost_writes",
-                "p50_ms",
-                "p99_ms",
-                "requests",
-                "retries",
-                "strategy",
-                "wall_s",
-                "writes_per_s"
-            ]
-        );
-        assert!(r["wall_s"].is_f64() && r["requests"].is_u64() && r["strategy"].is_string());
+        for key in [
+            "strategy",
+            "wall_s",
+            "writes_per_s",
+            "p50_ms",
+            "p99_ms",
+            "requests",
+            "conflicts",
+            "retries",
+            "errors",
+            "lost_writes",
+            "failed_writes",
+            "fallbacks",
+            "cpu_ms_per_write",
+            "peak_rss_mib",
+            "fraction_of_ceiling",
+        ] {
+            ensure!(r.get(key).is_some(), "results.json lacks {key}: {r}");
+        }
     }
-    assert_eq!(json["pods"], PODS);
+    assert_eq!(json["pods"], 300);
     assert!(std::fs::read_to_string(out.join("results.svg"))?.starts_with("<svg"));
     std::fs::remove_dir_all(&out)?;
     Ok(())
@@ -107,31 +137,38 @@ async fn kueue_lax_loses_foreign_finalizers_and_safe_strategies_lose_none() -> a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result<()> {
-    let contenders = [
-        Contender::JsonIndex,
-        Contender::Strict,
-        Contender::Update,
-        Contender::Locked,
-        Contender::Apply,
-    ];
-    let outcome = bench(Scenario::Argo, &contenders, None).await?;
+    let out = std::env::temp_dir().join(format!("race-bench-argo-{}", std::process::id()));
+    let outcome = bench(
+        &[
+            "--scenario",
+            "argo",
+            "--pods",
+            "200",
+            "--rounds",
+            "1",
+            "--race-intensity",
+            "1",
+            "--strategies",
+            "json-index,strict,update,locked,apply",
+        ],
+        &out,
+    )
+    .await?;
+    std::fs::remove_dir_all(&out)?;
     let report = &outcome.report;
-    let json_index = report
-        .result("json-index")
-        .context("json-index did not run")?;
+    let json_index = result(report, "json-index")?;
+    assert_eq!(json_index.raced_writes, 400, "{json_index:?}");
     ensure!(
-        json_index.errors > 0,
-        "json-index was expected to meet 422s: {json_index:?}"
+        json_index.failed_writes > 0,
+        "json-index was expected to give up writes on 422s: {json_index:?}"
     );
     ensure!(
         json_index.lost_writes > 0,
         "json-index was expected to lose writes: {json_index:?}"
     );
     for safe in ["strict", "update", "locked", "apply"] {
-        let r = report
-            .result(safe)
-            .with_context(|| format!("{safe} did not run"))?;
-        assert_eq!((r.lost_writes, r.errors), (0, 0), "{safe}: {r:?}");
+        let r = result(report, safe)?;
+        assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{safe}: {r:?}");
     }
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
     Ok(())

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::race::scenarios::{Spec, manifest};
+use crate::scenarios::{Spec, manifest};
 
 /// Requests in flight while creating or stripping pods.
 const CONCURRENCY: usize = 32;

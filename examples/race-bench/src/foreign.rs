@@ -1,5 +1,7 @@
 //! The other controller of the `kueue` scenario: a separate client that adds
-//! its own finalizer to every pod at random moments.
+//! its own finalizer, either inside our controller's window on the raced
+//! pods ([`Inline`], `--race lockstep`) or to every pod at random moments
+//! ([`add_everywhere`], `--race random`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -13,7 +15,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use crate::race::scenarios::{FOREIGN, name};
+use crate::scenarios::{FOREIGN, name};
 
 /// Attempts per pod when the server answers 429 or 5xx.
 const ATTEMPTS: u32 = 3;
@@ -65,6 +67,35 @@ pub(crate) async fn add_everywhere(
         }
     }
     failed.load(Relaxed)
+}
+
+/// The other controller in lockstep mode: called by our controller's writer
+/// task after it read a raced pod from its cache and before it writes, so
+/// the add lands inside the window for certain.
+pub(crate) struct Inline {
+    api: Api<Pod>,
+    params: PatchParams,
+    patch: Patch<serde_json::Value>,
+}
+
+impl Inline {
+    /// The other controller writing pods of `namespace` with its own
+    /// `client`.
+    pub(crate) fn new(client: Client, namespace: &str) -> Self {
+        Inline {
+            api: Api::namespaced(client, namespace),
+            params: PatchParams {
+                field_manager: Some("foreign-controller".into()),
+                ..PatchParams::default()
+            },
+            patch: Patch::Strategic(json!({"metadata": {"finalizers": [FOREIGN]}})),
+        }
+    }
+
+    /// Add [`FOREIGN`] to object number `object`; whether that worked.
+    pub(crate) async fn add(&self, object: u32) -> bool {
+        add(&self.api, &self.params, &self.patch, &name(object)).await
+    }
 }
 
 async fn add(

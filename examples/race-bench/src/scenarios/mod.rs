@@ -5,9 +5,12 @@ mod argo;
 mod hotspot;
 mod kueue;
 
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use serde_json::{Value, json};
 
-use crate::race::Scenario;
+use crate::{RaceMode, Scenario};
 
 /// Our finalizer in `kueue`.
 pub(crate) const OURS: &str = "kueue.x-k8s.io/managed";
@@ -38,6 +41,33 @@ pub(crate) struct Change {
 pub(crate) struct Item {
     pub(crate) object: u32,
     pub(crate) change: Change,
+    /// How this write is raced for certain, if it is.
+    pub(crate) race: Race,
+}
+
+/// A race brought about on purpose (`--race lockstep`).
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Race {
+    /// None beyond what timing brings.
+    #[default]
+    None,
+    /// The other controller adds [`FOREIGN`] after our controller read the
+    /// object from its cache and before it writes.
+    Foreign,
+    /// A second path of our controller writes this change to the same
+    /// object at the same moment, from the same cached object.
+    Twin(Change),
+}
+
+impl Item {
+    /// Logical writes this item stands for: one, two with a twin.
+    pub(crate) fn writes(&self) -> usize {
+        if matches!(self.race, Race::Twin(_)) {
+            2
+        } else {
+            1
+        }
+    }
 }
 
 /// How the controller's writer tasks take their work.
@@ -53,8 +83,16 @@ impl Lanes {
     /// Logical writes in all.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Lanes::Shared(items) => items.len(),
-            Lanes::PerWriter(lanes) => lanes.iter().map(Vec::len).sum(),
+            Lanes::Shared(items) => items.iter().map(Item::writes).sum(),
+            Lanes::PerWriter(lanes) => lanes.iter().flatten().map(Item::writes).sum(),
+        }
+    }
+
+    /// Every item, in queue order.
+    pub(crate) fn items(&self) -> Vec<&Item> {
+        match self {
+            Lanes::Shared(items) => items.iter().collect(),
+            Lanes::PerWriter(lanes) => lanes.iter().flatten().collect(),
         }
     }
 }
@@ -79,19 +117,59 @@ pub(crate) struct Workload {
     pub(crate) specs: Vec<Spec>,
     /// The controller's writes.
     pub(crate) lanes: Lanes,
-    /// Whether a separate client adds [`FOREIGN`] to every object meanwhile.
+    /// Whether a separate client adds [`FOREIGN`] to every object at
+    /// random moments meanwhile (`--race random` in `kueue`).
     pub(crate) foreign: bool,
 }
 
+/// How a workload is raced: the mode and, in lockstep, the share of pods.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Racing {
+    pub(crate) mode: RaceMode,
+    pub(crate) intensity: f64,
+}
+
 impl Workload {
-    /// The workload of `scenario`, the same for every contender of a run.
-    pub(crate) fn new(scenario: Scenario, pods: u32, writers: u32, seed: u64) -> Self {
+    /// The workload of `scenario`, the same for every contender of a round.
+    pub(crate) fn new(
+        scenario: Scenario,
+        pods: u32,
+        writers: u32,
+        seed: u64,
+        racing: Racing,
+    ) -> Self {
         match scenario {
-            Scenario::Kueue => kueue::workload(pods),
-            Scenario::Argo => argo::workload(pods, seed),
+            Scenario::Kueue => kueue::workload(pods, seed, racing),
+            Scenario::Argo => argo::workload(pods, seed, racing),
             Scenario::Hotspot => hotspot::workload(pods, writers),
         }
     }
+
+    /// Writes raced for certain.
+    pub(crate) fn raced(&self) -> usize {
+        self.lanes
+            .items()
+            .iter()
+            .filter(|i| !matches!(i.race, Race::None))
+            .map(|i| i.writes())
+            .sum()
+    }
+}
+
+/// Which of `pods` objects are raced in lockstep: exactly
+/// `round(intensity * pods)` of them, chosen by `seed`; none in random mode.
+pub(crate) fn raced_set(pods: u32, seed: u64, racing: Racing) -> Vec<bool> {
+    let mut raced = vec![false; pods as usize];
+    if racing.mode != RaceMode::Lockstep {
+        return raced;
+    }
+    let count = (racing.intensity * f64::from(pods)).round() as usize;
+    let mut order: Vec<usize> = (0..pods as usize).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(seed ^ 0x005e_ed0f_7ace));
+    for &i in order.iter().take(count) {
+        raced[i] = true;
+    }
+    raced
 }
 
 /// The name of object number `index`.
@@ -136,10 +214,44 @@ mod tests {
 
     #[test]
     fn every_scenario_plans_writes_for_its_objects() {
+        let racing = Racing {
+            mode: RaceMode::Lockstep,
+            intensity: 0.75,
+        };
         for scenario in [Scenario::Kueue, Scenario::Argo, Scenario::Hotspot] {
-            let w = Workload::new(scenario, 100, 4, 7);
+            let w = Workload::new(scenario, 100, 4, 7, racing);
             assert!(w.lanes.len() >= 100, "{scenario}");
             assert!(!w.specs.is_empty());
         }
+    }
+
+    #[test]
+    fn lockstep_races_exactly_the_intensity_share() {
+        let racing = |intensity| Racing {
+            mode: RaceMode::Lockstep,
+            intensity,
+        };
+        let kueue = Workload::new(Scenario::Kueue, 1000, 4, 7, racing(0.75));
+        assert_eq!(kueue.raced(), 750);
+        assert!(!kueue.foreign);
+        let raced_specs = kueue
+            .specs
+            .iter()
+            .filter(|s| s.final_finalizers == [FOREIGN])
+            .count();
+        assert_eq!(
+            raced_specs, 750,
+            "raced pods must end with the foreign finalizer"
+        );
+        let argo = Workload::new(Scenario::Argo, 1000, 4, 7, racing(1.0));
+        assert_eq!(argo.raced(), 2000);
+        assert_eq!(argo.lanes.len(), 2000, "two paths write every pod");
+        let random = Racing {
+            mode: RaceMode::Random,
+            intensity: 0.75,
+        };
+        let kueue = Workload::new(Scenario::Kueue, 1000, 4, 7, random);
+        assert_eq!(kueue.raced(), 0);
+        assert!(kueue.foreign);
     }
 }

@@ -12,7 +12,7 @@ use kube::core::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 
-use crate::race::scenarios::index;
+use crate::scenarios::index;
 
 /// A watch-fed cache of the benchmark pods of one namespace. The controller
 /// writes from what it finds here, never from a fresh GET, so a change

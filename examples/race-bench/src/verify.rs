@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-use crate::race::scenarios::{Spec, index};
+use crate::scenarios::{Spec, index};
 
 /// Objects listed per page, to bound memory.
 const PAGE: u32 = 500;

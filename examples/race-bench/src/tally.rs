@@ -20,13 +20,8 @@ pub(crate) struct Counts {
     pub(crate) requests: [u64; 4],
     pub(crate) conflicts: u64,
     pub(crate) retries: u64,
-}
-
-impl Counts {
-    /// Requests in all.
-    pub(crate) fn total(&self) -> u64 {
-        self.requests.iter().sum()
-    }
+    /// `apply` removals sent as its guarded JSON-patch fallback.
+    pub(crate) fallbacks: u64,
 }
 
 impl From<&MetricsSnapshot> for Counts {
@@ -35,6 +30,7 @@ impl From<&MetricsSnapshot> for Counts {
             requests: s.requests,
             conflicts: s.conflicts,
             retries: s.retries,
+            fallbacks: s.fell_back,
         }
     }
 }
@@ -61,6 +57,7 @@ impl Tally {
             requests: std::array::from_fn(|i| self.requests[i].load(Relaxed)),
             conflicts: self.conflicts.load(Relaxed),
             retries: self.retries.load(Relaxed),
+            fallbacks: 0,
         }
     }
 }

@@ -7,7 +7,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::core::ObjectMeta;
 
-use crate::race::scenarios::BENCH_LABEL;
+use crate::scenarios::BENCH_LABEL;
 
 /// How long a namespace may take to become usable or to go away.
 const TIMEOUT: Duration = Duration::from_secs(180);

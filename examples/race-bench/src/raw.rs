@@ -9,9 +9,9 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::{DynamicObject, ObjectMeta};
 use serde_json::{Map, Value, json};
 
-use crate::race::scenarios::Change;
-use crate::race::send::Failure;
-use crate::race::tally::Tally;
+use crate::scenarios::Change;
+use crate::send::Failure;
+use crate::tally::Tally;
 
 /// Attempts in all, as client-go's `retry.DefaultRetry`.
 const STEPS: u32 = 5;

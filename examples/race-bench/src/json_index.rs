@@ -7,9 +7,9 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::{DynamicObject, ObjectMeta};
 use serde_json::{Value, json};
 
-use crate::race::scenarios::Change;
-use crate::race::send::Failure;
-use crate::race::tally::Tally;
+use crate::scenarios::Change;
+use crate::send::Failure;
+use crate::tally::Tally;
 
 /// A JSON patch `remove /metadata/finalizers/<i>` (plus the label), `i`
 /// taken from the observed object: no lock, no precondition, no retry. A

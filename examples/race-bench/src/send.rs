@@ -10,9 +10,9 @@ use kube::Client;
 use kube::api::{Api, PatchParams};
 use kube::core::{ApiResource, DynamicObject};
 
-use crate::race::scenarios::Change;
-use crate::race::tally::{Counts, Tally};
-use crate::race::{Contender, json_index, raw};
+use crate::scenarios::Change;
+use crate::tally::{Counts, Tally};
+use crate::{Contender, ceiling, json_index, raw};
 
 /// The field manager of the benchmark's controller.
 pub(crate) const FIELD_MANAGER: &str = "race-bench";
@@ -68,6 +68,10 @@ enum How {
         api: Api<Pod>,
         params: PatchParams,
     },
+    Ceiling {
+        api: Api<Pod>,
+        params: PatchParams,
+    },
 }
 
 impl Sender {
@@ -91,6 +95,7 @@ impl Sender {
                 }
             }
             None if contender == Contender::JsonIndex => How::JsonIndex { api, params },
+            None if contender == Contender::Ceiling => How::Ceiling { api, params },
             None => How::Raw { api, params },
         };
         Sender {
@@ -122,7 +127,17 @@ impl Sender {
             How::JsonIndex { api, params } => {
                 json_index::write(api, params, observed, change, &self.tally).await
             }
+            How::Ceiling { api, params } => {
+                let name = observed.metadata.name.as_deref().unwrap_or_default();
+                ceiling::write(api, params, name, change, &self.tally).await
+            }
         }
+    }
+
+    /// Whether this contender writes from the cached object (all but
+    /// `ceiling`, which reads nothing).
+    pub(crate) fn reads_cache(&self) -> bool {
+        !matches!(self.how, How::Ceiling { .. })
     }
 
     /// Requests, conflicts and retries so far.
@@ -136,7 +151,7 @@ impl Sender {
 
 // ANCHOR: mutation
 /// `change` as concord intents.
-fn mutation(change: &Change) -> Mutation {
+pub(crate) fn mutation(change: &Change) -> Mutation {
     let mut m = Mutation::new();
     if let Some(finalizer) = change.remove_finalizer {
         m = m.with(Intent::remove_finalizer(finalizer));

@@ -30,6 +30,7 @@ pub(super) fn workload(writes: u32, writers: u32) -> Workload {
                     remove_finalizer: None,
                     set_label: Some((label(w), value)),
                 },
+                race: super::Race::None,
             });
         }
         lanes.push(lane);

@@ -1,0 +1,340 @@
+//! One benchmark run: rounds, each running every contender on its own
+//! fresh namespace and slice of pods, in an order rotated per round.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::cache::Cache;
+use crate::controller::Crew;
+use crate::foreign::Inline;
+use crate::progress::Progress;
+use crate::results::RoundFigures;
+use crate::scenarios::{Racing, Workload};
+use crate::send::Sender;
+use crate::stats::Interval;
+use crate::{
+    Args, Contender, RaceMode, Report, StrategyResult, check, controller, foreign, json, manager,
+    namespace, peer, setup, svg, usage, verify,
+};
+
+/// The longest the writes of one contender may take.
+const WRITE_PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// The longest the cache may take to see every created pod.
+const CACHE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct BenchOutcome {
+    /// The figures, as in `results.json`.
+    pub report: Report,
+    /// Why the run fails the graduation check; empty when it passes.
+    pub failures: Vec<String>,
+    /// The client's peak resident set size in KiB over the whole run,
+    /// where measurable.
+    pub peak_rss_kib: Option<u64>,
+}
+
+/// Where the contenders of a round run, shared by every `run_one`.
+struct Setting<'a> {
+    args: &'a Args,
+    client: Client,
+    foreign_client: Client,
+    kubeconfig: Option<PathBuf>,
+    peer: Option<PathBuf>,
+    progress: Progress,
+}
+
+/// Run the benchmark `args` describe: connect (or start the embedded
+/// control plane), run every round, write `--out`, apply the check.
+///
+/// # Errors
+///
+/// When the arguments do not fit together, the cluster is unreachable, the
+/// peer cannot be built or a setup, cleanup or verification request fails.
+/// Failed or lost writes are results, not errors.
+pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
+    anyhow::ensure!(
+        args.pods >= args.rounds,
+        "--pods {} cannot be split over --rounds {}",
+        args.pods,
+        args.rounds
+    );
+    let contenders = args.contenders();
+    let peer = if contenders.iter().any(|c| c.peer_mode().is_some()) {
+        Some(tokio::task::spawn_blocking(peer::ensure).await??)
+    } else {
+        None
+    };
+    let connection = concord_examples::connect(args.kubeconfig.clone()).await?;
+    let kubeconfig = match &connection.control_plane {
+        Some(cp) => Some(cp.kubeconfig_path().to_path_buf()),
+        None => args
+            .kubeconfig
+            .clone()
+            .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from)),
+    };
+    anyhow::ensure!(
+        peer.is_none() || kubeconfig.is_some(),
+        "the controller-runtime peer needs a kubeconfig (--kubeconfig or $KUBECONFIG)"
+    );
+    // The other controller gets a client (and connection pool) of its own.
+    let foreign_client = match &kubeconfig {
+        Some(path) => separate_client(path).await?,
+        None => Client::try_default().await?,
+    };
+    let setting = Setting {
+        args,
+        client: connection.client.clone(),
+        foreign_client,
+        kubeconfig,
+        peer,
+        progress: Progress::new(),
+    };
+    let per_round = args.pods.div_ceil(args.rounds);
+    setting.progress.line(&format!(
+        "race-bench: scenario {}, {} rounds of {per_round} pods per contender, {} writers, race {}, seed {}, on {}",
+        args.scenario, args.rounds, args.writers, args.race.as_str(), args.seed, connection.server
+    ));
+    let racing = Racing {
+        mode: args.race,
+        intensity: args.race_intensity,
+    };
+    let mut figures: Vec<Vec<RoundFigures>> = vec![Vec::new(); contenders.len()];
+    let mut order_log = Vec::with_capacity(args.rounds as usize);
+    for round in 0..args.rounds {
+        let seed = args.seed.wrapping_add(u64::from(round));
+        let workload = Workload::new(args.scenario, per_round, args.writers, seed, racing);
+        let mut order: Vec<usize> = (0..contenders.len()).collect();
+        order.rotate_left(round as usize % contenders.len().max(1));
+        order_log.push(
+            order
+                .iter()
+                .map(|&i| contenders[i].as_str().to_owned())
+                .collect(),
+        );
+        for i in order {
+            let contender = contenders[i];
+            let f = run_one(&setting, contender, round, &workload, seed)
+                .await
+                .with_context(|| format!("running {contender} in round {}", round + 1))?;
+            setting.progress.line(&format!(
+                "round {}/{}: {contender}: {:.0} writes/s, {} failed, {} lost, {} conflicts",
+                round + 1,
+                args.rounds,
+                f.writes_per_s(),
+                f.failed,
+                f.lost,
+                f.counts.conflicts
+            ));
+            figures[i].push(f);
+        }
+    }
+    let mut results: Vec<StrategyResult> = contenders
+        .iter()
+        .zip(&figures)
+        .map(|(c, f)| StrategyResult::from_rounds(c.as_str(), f))
+        .collect();
+    compare(&mut results, &contenders, args);
+    let report = Report {
+        scenario: args.scenario.as_str().to_owned(),
+        pods: u64::from(args.pods),
+        writers: u64::from(args.writers),
+        rounds: u64::from(args.rounds),
+        pods_per_round: u64::from(per_round),
+        race: args.race.as_str().to_owned(),
+        race_intensity: args.race_intensity,
+        seed: args.seed,
+        baseline: args.baseline().map(|b| b.as_str().to_owned()),
+        max_regression: args.max_regression,
+        order: order_log,
+        results,
+    };
+    let dir = args.out_dir();
+    json::write(&dir, &report)?;
+    svg::write(&dir, &report)?;
+    let failures = check::failures(&report, args.scenario);
+    Ok(BenchOutcome {
+        report,
+        failures,
+        peak_rss_kib: usage::peak_rss_kib(),
+    })
+}
+
+/// Fill in every result's fraction of `ceiling` and, with a baseline, its
+/// ratio to it paired by round (and, for concord strategies, the verdict).
+fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args) {
+    let find = |c: Contender| contenders.iter().position(|x| *x == c);
+    let ceiling = find(Contender::Ceiling).map(|i| results[i].writes_per_s);
+    let baseline = args.baseline();
+    let base = baseline
+        .and_then(find)
+        .map(|i| results[i].rounds_writes_per_s.clone());
+    let floor = 1.0 - args.max_regression / 100.0;
+    let rounds: Vec<Vec<f64>> = results
+        .iter()
+        .map(|r| r.rounds_writes_per_s.clone())
+        .collect();
+    for (r, c) in results.iter_mut().zip(contenders) {
+        if let Some(direct) = c.direct().and_then(find) {
+            r.vs_direct = Interval::paired(&r.rounds_writes_per_s, &rounds[direct]);
+        }
+        if let Some(ceiling) = ceiling.filter(|c| *c > 0.0) {
+            r.fraction_of_ceiling = Some(crate::results::round(r.writes_per_s / ceiling, 3));
+        }
+        if let Some(base) = &base
+            && Some(*c) != baseline
+        {
+            r.vs_baseline = Interval::paired(&r.rounds_writes_per_s, base);
+            if c.strategy().is_some() || c.manager_strategy().is_some() {
+                r.verdict = r.vs_baseline.map(|i| i.against(floor));
+            }
+        }
+    }
+}
+
+async fn run_one(
+    s: &Setting<'_>,
+    contender: Contender,
+    round: u32,
+    workload: &Workload,
+    seed: u64,
+) -> anyhow::Result<RoundFigures> {
+    let name = contender.as_str();
+    let client = s.client.clone();
+    let ns = namespace::create(
+        &client,
+        s.args.scenario.as_str(),
+        &format!("{name}-r{}", round + 1),
+    )
+    .await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let objects = workload.specs.len();
+
+    let bar = s.progress.bar(name, "create", objects as u64);
+    setup::create(&pods, &workload.specs, &bar).await?;
+    bar.finish_and_clear();
+
+    let other = (workload.foreign && s.args.race == RaceMode::Random).then(|| {
+        let (client, ns) = (s.foreign_client.clone(), ns.clone());
+        let (pods, tasks) = (objects as u32, s.args.writers);
+        tokio::spawn(async move { foreign::add_everywhere(client, &ns, pods, tasks, seed).await })
+    });
+    let mut figures = match (contender.peer_mode(), &s.peer, &s.kubeconfig) {
+        (Some(mode), Some(binary), Some(kubeconfig)) => {
+            peer::run(binary, kubeconfig, &ns, mode, s.args.writers, workload).await?
+        }
+        (Some(_), _, _) => anyhow::bail!("{name} needs the peer binary and a kubeconfig"),
+        (None, _, _) => match contender.manager_strategy() {
+            Some(strategy) => through_manager(s, strategy, name, &ns, workload).await?,
+            None => ours(s, contender, &ns, workload).await?,
+        },
+    };
+    if let Some(other) = other {
+        let failed = other.await?;
+        anyhow::ensure!(failed == 0, "the foreign writer failed {failed} adds");
+    }
+
+    let verdict = verify::check(&pods, &workload.specs).await?;
+    figures.lost = verdict.lost_writes;
+    setup::strip_finalizers(&pods, &verdict.with_finalizers).await?;
+    namespace::delete(&client, &ns).await?;
+    Ok(figures)
+}
+
+/// The write phase of a contender running in this process.
+async fn ours(
+    s: &Setting<'_>,
+    contender: Contender,
+    ns: &str,
+    workload: &Workload,
+) -> anyhow::Result<RoundFigures> {
+    let name = contender.as_str();
+    let objects = workload.specs.len();
+    let cache = Arc::new(Cache::start(s.client.clone(), ns, objects));
+    cache.wait_for(objects, CACHE_TIMEOUT).await?;
+    let sender = Arc::new(Sender::new(contender, &s.client, ns));
+    let bar = s.progress.bar(name, "write", workload.lanes.len() as u64);
+    let crew = Crew {
+        cache: cache.clone(),
+        sender: sender.clone(),
+        foreign: Some(Arc::new(Inline::new(s.foreign_client.clone(), ns))),
+        bar: bar.clone(),
+    };
+    let rss_reset = usage::reset_peak_rss();
+    let cpu_before = usage::cpu_ms();
+    let run = tokio::time::timeout(
+        WRITE_PHASE_TIMEOUT,
+        controller::run(&workload.lanes, s.args.writers, crew),
+    )
+    .await
+    .with_context(|| format!("{name} did not finish its writes within {WRITE_PHASE_TIMEOUT:?}"))?;
+    let cpu_ms = cpu_before.zip(usage::cpu_ms()).map(|(a, b)| b - a);
+    let peak = usage::peak_rss_kib().filter(|_| rss_reset);
+    bar.finish_and_clear();
+    anyhow::ensure!(
+        run.foreign_failed == 0,
+        "the other controller failed {} adds inside the window",
+        run.foreign_failed
+    );
+    drop(cache);
+    Ok(RoundFigures {
+        wall: run.wall,
+        latencies_micros: run.latencies_micros,
+        writes: run.succeeded + run.failed,
+        succeeded: run.succeeded,
+        failed: run.failed,
+        errors: run.errors,
+        requeues: run.requeues,
+        raced: workload.raced() as u64,
+        counts: sender.counts(),
+        lost: 0,
+        cpu_ms,
+        peak_rss_kib: peak,
+    })
+}
+
+/// The write phase of a contender running through a `Manager`.
+async fn through_manager(
+    s: &Setting<'_>,
+    strategy: concord::StrategyName,
+    name: &str,
+    ns: &str,
+    workload: &Workload,
+) -> anyhow::Result<RoundFigures> {
+    let bar = s.progress.bar(name, "write", workload.lanes.len() as u64);
+    let foreign = Arc::new(Inline::new(s.foreign_client.clone(), ns));
+    let rss_reset = usage::reset_peak_rss();
+    let cpu_before = usage::cpu_ms();
+    let job = manager::Job {
+        client: s.client.clone(),
+        namespace: ns,
+        strategy,
+        writers: s.args.writers,
+        foreign,
+        bar: bar.clone(),
+        timeout: WRITE_PHASE_TIMEOUT,
+    };
+    let (mut figures, counts) = manager::run(job, workload).await?;
+    figures.cpu_ms = cpu_before.zip(usage::cpu_ms()).map(|(a, b)| b - a);
+    figures.peak_rss_kib = usage::peak_rss_kib().filter(|_| rss_reset);
+    figures.counts = counts;
+    bar.finish_and_clear();
+    Ok(figures)
+}
+
+/// A client of its own for the kubeconfig at `path`.
+async fn separate_client(path: &Path) -> anyhow::Result<Client> {
+    let kubeconfig = Kubeconfig::read_from(path)
+        .map_err(|e| anyhow::anyhow!("kubeconfig {}: {e}", path.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| anyhow::anyhow!("kubeconfig {}: {e}", path.display()))?;
+    Ok(Client::try_from(config)?)
+}
