@@ -121,9 +121,9 @@ impl Session {
         let output = run(&mut command, &format!("cargo concord {}", args.join(" ")))?;
         if args.first() == Some(&"init") {
             let project = self.cwd.join(args[1]);
+            self.scaffolded = snapshot(&project).into_keys().collect();
             // Same versions as this workspace: nothing is rebuilt.
             std::fs::copy(workspace().join("Cargo.lock"), project.join("Cargo.lock"))?;
-            self.scaffolded = snapshot(&project).into_keys().collect();
         }
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
@@ -235,6 +235,7 @@ async fn the_getting_started_session_runs_end_to_end() -> Result<()> {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         println!("$ {line}");
+        let step = Instant::now();
         match words.as_slice() {
             ["cd", dir] => session.cwd = session.cwd.join(dir),
             ["cargo", "concord", "explain"] => explained = session.cargo_concord(&words[2..])?,
@@ -254,6 +255,7 @@ async fn the_getting_started_session_runs_end_to_end() -> Result<()> {
             }
             _ => bail!("getting-started.sh has a command this test does not run: {line}"),
         }
+        println!("  ({:.1?})", step.elapsed());
     }
     let project = session.cwd.clone();
 

@@ -20,7 +20,7 @@ use crate::{Error, deploy};
 pub fn generate(args: &ProjectArgs) -> Result<Vec<PathBuf>, Error> {
     let root = project::find_root(args.project_dir.as_deref())?;
     let project = Project::load(&root)?;
-    let crds = run_binary(&root, &["--print-crds"])?;
+    let crds = run_binary(&root, &["--print-crds"], true)?;
     let rbac = run_binary(
         &root,
         &[
@@ -30,6 +30,7 @@ pub fn generate(args: &ProjectArgs) -> Result<Vec<PathBuf>, Error> {
             "--config",
             "config/concord.yaml",
         ],
+        true,
     )?;
     let config_path = root.join("config/concord.yaml");
     let config =
@@ -65,12 +66,13 @@ pub fn explain(args: &ExplainArgs) -> Result<(), Error> {
         "--explain"
     }];
     flags.extend(args.operator_args.iter().map(String::as_str));
-    print!("{}", run_binary(&root, &flags)?);
+    print!("{}", run_binary(&root, &flags, args.yaml)?);
     Ok(())
 }
 
-/// `cargo run --quiet -- FLAGS` in `root`, checking the output is YAML.
-fn run_binary(root: &Path, flags: &[&str]) -> Result<String, Error> {
+/// `cargo run --quiet -- FLAGS` in `root`, checking the output is YAML
+/// when `yaml` is set.
+fn run_binary(root: &Path, flags: &[&str], yaml: bool) -> Result<String, Error> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let command = format!("cargo run --quiet -- {}", flags.join(" "));
     let output = Command::new(cargo)
@@ -88,6 +90,9 @@ fn run_binary(root: &Path, flags: &[&str]) -> Result<String, Error> {
         });
     }
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !yaml {
+        return Ok(text);
+    }
     for document in serde_yaml::Deserializer::from_str(&text) {
         serde::Deserialize::deserialize(document)
             .map(|_: serde_yaml::Value| ())
