@@ -1,6 +1,9 @@
 use std::fs::{self, File};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::Error;
 
@@ -52,8 +55,14 @@ impl ControlPlaneBinary {
         let lock_path = cache.join("build.lock");
         let lock = File::create(&lock_path)
             .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
-        lock.lock()
-            .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
+        if lock.try_lock().is_err() {
+            eprintln!(
+                "concord-testenv: another process is building kube-controlplane; waiting for it ({})",
+                lock_path.display()
+            );
+            lock.lock()
+                .map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
+        }
         if !path.is_file() {
             build(source, &path)?;
         }
@@ -84,32 +93,138 @@ fn cache_dir() -> PathBuf {
     base.join("concord")
 }
 
+/// What the first build makes, for the progress lines.
+const WHAT: &str = "kube-apiserver, etcd and kube-controller-manager";
+
+/// How to avoid the build, said once when it starts.
+const SKIP_HINT: &str = "to skip it, point at a cluster you have: --kubeconfig PATH or $KUBECONFIG \
+     (programs), CONCORD_TEST_KUBECONFIG (tests), or a built binary with CONCORD_CONTROLPLANE_BIN";
+
+/// How often a line is printed when standard error is not a terminal.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
 fn build(source: &Path, target: &Path) -> Result<(), Error> {
     eprintln!(
-        "concord-testenv: building kube-controlplane from {} (the first build takes several minutes)",
+        "concord-testenv: building the test control plane ({WHAT}) from its Go modules in {} \
+         -- the first build takes several minutes on two cores, later runs start at once",
         source.display()
     );
+    eprintln!("concord-testenv: {SKIP_HINT}");
+    let failed = |message: String| Error::BuildFailed {
+        dir: source.into(),
+        message,
+    };
     let partial = target.with_extension("partial");
-    let output = Command::new("go")
-        .args(["build", "-ldflags", VERSION_LDFLAGS, "-o"])
+    // `-v` names each package as it is compiled: the progress lines show it.
+    let mut child = Command::new("go")
+        .args(["build", "-v", "-ldflags", VERSION_LDFLAGS, "-o"])
         .arg(&partial)
         .arg(".")
         .current_dir(source)
         .env("GOTOOLCHAIN", "local")
         .env("GOFLAGS", "-mod=mod -buildvcs=false")
-        .output()
-        .map_err(|e| Error::BuildFailed {
-            dir: source.into(),
-            message: format!("cannot run `go`: {e}"),
-        })?;
-    if !output.status.success() {
-        return Err(Error::BuildFailed {
-            dir: source.into(),
-            message: String::from_utf8_lossy(&output.stderr).into_owned(),
-        });
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("cannot run `go`: {e}")))?;
+    let progress = Arc::new(Mutex::new(Progress::default()));
+    let reader = child.stderr.take().map(|stderr| {
+        let progress = progress.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(mut p) = progress.lock() {
+                    p.record(line);
+                }
+            }
+        })
+    });
+    let started = Instant::now();
+    let terminal = std::io::stderr().is_terminal();
+    let mut last_line = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(failed(format!("waiting for `go build`: {e}"))),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        let due = if terminal {
+            last_line.elapsed() >= Duration::from_secs(1)
+        } else {
+            last_line.elapsed() >= PROGRESS_EVERY
+        };
+        if due {
+            last_line = Instant::now();
+            let line = progress
+                .lock()
+                .map(|p| p.line(started.elapsed()))
+                .unwrap_or_default();
+            if terminal {
+                eprint!("\r\x1b[2K{line}");
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    };
+    if let Some(reader) = reader {
+        let _ = reader.join();
     }
+    if terminal {
+        eprintln!();
+    }
+    if !status.success() {
+        let log = progress.lock().map(|p| p.log.clone()).unwrap_or_default();
+        return Err(failed(log));
+    }
+    eprintln!(
+        "concord-testenv: built {} in {:.0?}",
+        target.display(),
+        started.elapsed()
+    );
     fs::rename(&partial, target)
         .map_err(|e| Error::io(format!("moving the build to {}", target.display()), e))
+}
+
+/// What `go build -v` has said so far.
+#[derive(Default)]
+struct Progress {
+    packages: usize,
+    current: String,
+    /// Lines that are not package names: the errors of a failed build.
+    log: String,
+}
+
+impl Progress {
+    fn record(&mut self, line: String) {
+        if let Some(module) = line.strip_prefix("go: downloading ") {
+            self.current = format!("downloading {module}");
+            return;
+        }
+        // A package path has no spaces; an error line has.
+        if !line.is_empty() && !line.contains(' ') {
+            self.packages += 1;
+            self.current = line;
+        } else {
+            self.log.push_str(&line);
+            self.log.push('\n');
+        }
+    }
+
+    fn line(&self, elapsed: Duration) -> String {
+        let secs = elapsed.as_secs();
+        let current = if self.current.is_empty() {
+            "downloading modules"
+        } else {
+            &self.current
+        };
+        format!(
+            "concord-testenv: building {WHAT}: {}m{:02}s, {} packages compiled, now {current}",
+            secs / 60,
+            secs % 60,
+            self.packages
+        )
+    }
 }
 
 /// FNV-1a over the module's build inputs: stable across Rust releases, unlike
@@ -139,4 +254,36 @@ fn source_hash(dir: &Path) -> Result<u64, Error> {
         }
     }
     Ok(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_names_the_package_being_compiled_and_keeps_errors() {
+        let mut progress = Progress::default();
+        assert!(
+            progress
+                .line(Duration::from_secs(5))
+                .contains("downloading modules")
+        );
+        progress.record("go: downloading k8s.io/api v0.37.2".into());
+        assert!(
+            progress
+                .line(Duration::ZERO)
+                .contains("now downloading k8s.io/api v0.37.2")
+        );
+        progress.record("k8s.io/apiserver/pkg/server".into());
+        progress.record("go.etcd.io/etcd/server/v3/embed".into());
+        progress.record("./main.go:3:2: undefined: foo".into());
+        let line = progress.line(Duration::from_secs(95));
+        assert!(line.contains("1m35s"), "{line}");
+        assert!(line.contains("2 packages compiled"), "{line}");
+        assert!(
+            line.contains("now go.etcd.io/etcd/server/v3/embed"),
+            "{line}"
+        );
+        assert_eq!(progress.log, "./main.go:3:2: undefined: foo\n");
+    }
 }
