@@ -15,6 +15,7 @@
 //! | [`TestEnv::install_crd`] | installs a CustomResourceDefinition and waits until it is established |
 //! | [`TestEnv::restricted_client`] | a client for an identity that holds only the given RBAC rules |
 //! | [`ControlPlane`] | start, stop and restart a control plane yourself (same data, same ports) |
+//! | [`faults::FaultProxy`] | a proxy that injects stale, unobserved and failing answers and crashes, from a seeded schedule |
 //!
 //! # Example
 //!
@@ -37,6 +38,7 @@ mod binary;
 mod control_plane;
 mod env;
 mod error;
+pub mod faults;
 mod namespace;
 
 #[doc(inline)]
