@@ -4,6 +4,7 @@
 use std::fmt::Display;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tokio::sync::watch;
@@ -74,6 +75,7 @@ impl Crashes {
 #[derive(Debug)]
 pub struct Supervised {
     stop: watch::Sender<bool>,
+    exited: Arc<Mutex<Option<String>>>,
     thread: Option<JoinHandle<SupervisedReport>>,
 }
 
@@ -102,6 +104,8 @@ impl FaultProxy {
         shared.crashes.supervised.store(true, SeqCst);
         let config = self.config();
         let (stop, stopped) = watch::channel(false);
+        let exited = Arc::new(Mutex::new(None));
+        let exit_note = exited.clone();
         let thread = std::thread::spawn(move || {
             let mut report = SupervisedReport::default();
             loop {
@@ -138,6 +142,9 @@ impl FaultProxy {
                     Outcome::Crashed => shared.crashes.restarted(),
                     Outcome::Stopped => break,
                     Outcome::Exited(why) => {
+                        *exit_note
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.clone());
                         report.exited = Some(why);
                         break;
                     }
@@ -148,6 +155,7 @@ impl FaultProxy {
         });
         Supervised {
             stop,
+            exited,
             thread: Some(thread),
         }
     }
@@ -160,6 +168,14 @@ enum Outcome {
 }
 
 impl Supervised {
+    /// Why the operator stopped by itself (it returned or failed), if it has.
+    pub fn exited(&self) -> Option<String> {
+        self.exited
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Stops the operator (dropping its runtime) and reports its life.
     ///
     /// # Errors
