@@ -159,16 +159,23 @@ fn kueue_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) -> 
 }
 // ANCHOR_END: kueue_operator
 
+/// The Kueue example's managed pods, created before the operator starts so
+/// that it lists them (and watches only what happens to them next).
+async fn kueue_pods(ns: &TestNamespace) -> Result<()> {
+    let api: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    for i in 0..PODS {
+        let pod = kueue::managed_pod(&format!("job-{i}"))?;
+        api.create(&PostParams::default(), &pod).await?;
+    }
+    Ok(())
+}
+
 /// The Kueue workload: pods finish while another controller adds its
 /// finalizer `gap` later, or are deleted. Returns the pods the other
 /// controller added its finalizer to.
 async fn kueue_workload(ns: &TestNamespace, gap: Duration) -> Result<BTreeSet<String>> {
     let api: Api<Pod> = Api::namespaced(ns.client(), ns.name());
     let names: Vec<String> = (0..PODS).map(|i| format!("job-{i}")).collect();
-    for name in &names {
-        api.create(&PostParams::default(), &kueue::managed_pod(name)?)
-            .await?;
-    }
     let ours = |p: &Pod| p.finalizers().iter().any(|f| f == kueue::FINALIZER);
     wait_until(&api, "our finalizer on every pod", MINUTE, |l| {
         l.iter().all(ours) && l.len() == PODS
@@ -216,6 +223,7 @@ async fn chaos_kueue_invariants_hold_for_safe_strategies() -> Result<()> {
             let faults = Faults::chaos(seed, &["pods"], &["pods"]);
             let schedule = faults.to_string();
             let proxy = FaultProxy::start(env.config(), faults).await?;
+            kueue_pods(&ns).await?;
             let operator = kueue_operator(&proxy, args.clone(), &ns);
             let foreign = kueue_workload(&ns, Duration::from_millis(30))
                 .await
@@ -248,13 +256,21 @@ async fn chaos_kueue_invariants_hold_for_safe_strategies() -> Result<()> {
 async fn chaos_lax_loses_foreign_finalizers_under_a_stale_cache() -> Result<()> {
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
-    // The operator's cache lags 300 ms; the other controller adds its
-    // finalizer 50 ms after the pod finished.
+    // Every pod event reaches the operator 300 ms late (a stale cache), and
+    // from each pod's third event on, only the last of those within 800 ms
+    // (unobserved states): the operator sees the pod finish, but never the
+    // other controller's finalizer that came 50 ms later.
     let faults = Faults::seeded(1)
+        .on(Verb::Watch)
+        .resource("pods")
+        .drop_intermediate(Duration::from_millis(800))
+        .after(2)
+        .per_object()
         .on(Verb::Watch)
         .resource("pods")
         .hold_events(Duration::from_millis(300));
     let proxy = FaultProxy::start(env.config(), faults).await?;
+    kueue_pods(&ns).await?;
     let args = ManagerArgs::new()
         .with_config(kueue::CONFIG)
         .with_feature_gates("RemoveFinalizersWithStrictPatch=false");

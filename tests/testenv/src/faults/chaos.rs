@@ -33,7 +33,13 @@ impl Draws {
 
 // Operators patch and update far more than they create or delete; weight
 // the draw so that most rules meet traffic.
-const WRITES: [Verb; 5] = [Verb::Patch, Verb::Update, Verb::Patch, Verb::Update, Verb::Create];
+const WRITES: [Verb; 5] = [
+    Verb::Patch,
+    Verb::Update,
+    Verb::Patch,
+    Verb::Update,
+    Verb::Create,
+];
 
 impl Faults {
     /// A schedule of one rule per fault class, drawn from `seed`: errors

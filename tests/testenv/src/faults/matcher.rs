@@ -15,6 +15,7 @@ pub(crate) struct Matcher {
     matched: Vec<AtomicU32>,
     fired: Vec<AtomicU32>,
     per_object: Mutex<HashMap<(usize, String), u32>>,
+    fired_per_object: Mutex<HashMap<(usize, String), u32>>,
 }
 
 /// What a watch request's events are matched against.
@@ -33,6 +34,7 @@ impl Matcher {
             matched: (0..n).map(|_| AtomicU32::new(0)).collect(),
             fired: (0..n).map(|_| AtomicU32::new(0)).collect(),
             per_object: Mutex::new(HashMap::new()),
+            fired_per_object: Mutex::new(HashMap::new()),
         }
     }
 
@@ -99,25 +101,38 @@ impl Matcher {
     }
 
     fn fire(&self, index: usize, rule: &Rule, key: &str) -> Option<Fault> {
+        let occurrence = {
+            let mut per_object = self
+                .per_object
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = per_object.entry((index, key.to_owned())).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
         let seen = self.matched[index].fetch_add(1, Relaxed);
-        if seen < rule.after {
+        let skipped = if rule.per_object { occurrence } else { seen };
+        if skipped < rule.after {
             return None;
         }
-        if rule.probability < 1.0 {
-            let occurrence = {
-                let mut per_object = self
-                    .per_object
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let n = per_object.entry((index, key.to_owned())).or_insert(0);
-                *n += 1;
-                *n - 1
-            };
-            if draw(self.faults.seed, index, key, occurrence) >= rule.probability {
-                return None;
-            }
+        if rule.probability < 1.0
+            && draw(self.faults.seed, index, key, occurrence) >= rule.probability
+        {
+            return None;
         }
         let limit = rule.times.unwrap_or(u32::MAX);
+        if rule.per_object {
+            let mut fired = self
+                .fired_per_object
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = fired.entry((index, key.to_owned())).or_insert(0);
+            if *n >= limit {
+                return None;
+            }
+            *n += 1;
+            return rule.fault;
+        }
         self.fired[index]
             .fetch_update(Relaxed, Relaxed, |n| (n < limit).then_some(n + 1))
             .ok()
@@ -150,6 +165,23 @@ mod tests {
         );
         let fired: Vec<bool> = (0..5).map(|_| m.request(&patch("p")).is_some()).collect();
         assert_eq!(fired, [false, true, true, false, false]);
+    }
+
+    #[test]
+    fn per_object_counts_each_object_apart() {
+        let m = Matcher::new(
+            Faults::seeded(1)
+                .on(Verb::Patch)
+                .fail_with(409)
+                .after(1)
+                .times(1)
+                .per_object(),
+        );
+        let fired: Vec<bool> = ["a", "b", "a", "b", "a"]
+            .iter()
+            .map(|n| m.request(&patch(n)).is_some())
+            .collect();
+        assert_eq!(fired, [false, false, true, true, false]);
     }
 
     #[test]

@@ -128,6 +128,7 @@ pub(crate) struct Rule {
     pub(crate) times: Option<u32>,
     pub(crate) after: u32,
     pub(crate) probability: f64,
+    pub(crate) per_object: bool,
 }
 
 /// A seeded schedule of faults, built like a sentence.
@@ -155,7 +156,8 @@ pub(crate) struct Rule {
 /// hash of the seed, the rule, the object and how many times the rule
 /// matched that object before, so it does not depend on how requests for
 /// different objects interleave. [`times`](Self::times) and
-/// [`after`](Self::after) count matches of the rule over all objects.
+/// [`after`](Self::after) count matches of the rule over all objects,
+/// unless the rule is [`per_object`](Self::per_object).
 #[derive(Clone, Debug, PartialEq)]
 #[must_use]
 pub struct Faults {
@@ -205,6 +207,7 @@ impl Faults {
             times: None,
             after: 0,
             probability: 1.0,
+            per_object: false,
         });
         self
     }
@@ -248,6 +251,13 @@ impl Faults {
     /// Let the first `n` matches through untouched.
     pub fn after(self, n: u32) -> Self {
         self.edit("after", |r| r.after = n)
+    }
+
+    /// Count [`times`](Self::times) and [`after`](Self::after) per object
+    /// rather than over all objects: `.after(2).per_object()` spares the
+    /// first two events (or requests) of every object.
+    pub fn per_object(self) -> Self {
+        self.edit("per_object", |r| r.per_object = true)
     }
 
     /// Fire on a match with probability `p` (seeded, see # Determinism).
@@ -385,6 +395,9 @@ impl fmt::Display for Rule {
         }
         if self.probability < 1.0 {
             write!(f, ".with_probability({})", self.probability)?;
+        }
+        if self.per_object {
+            f.write_str(".per_object()")?;
         }
         Ok(())
     }
