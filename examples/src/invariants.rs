@@ -106,7 +106,8 @@ pub async fn argo(client: &Client, namespace: &str) -> kube::Result<Vec<Violatio
             continue;
         }
         let done = argo::finished(&pod) || pod.metadata.deletion_timestamp.is_some();
-        if done && !(argo::recorded(&pod) && !has(&pod, argo::FINALIZER)) {
+        let released = argo::recorded(&pod) && !has(&pod, argo::FINALIZER);
+        if done && !released {
             found.push(violation(
                 object.clone(),
                 "every finished or deleted pod is labelled completed and released",
