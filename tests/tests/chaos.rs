@@ -252,15 +252,12 @@ async fn chaos_kueue_invariants_hold_for_safe_strategies() -> Result<()> {
 }
 
 // ANCHOR: lax
-#[tokio::test]
-async fn chaos_lax_loses_foreign_finalizers_under_a_stale_cache() -> Result<()> {
-    let env = TestEnv::shared()?;
-    let ns = env.namespace().await?;
-    // Every pod event reaches the operator 300 ms late (a stale cache), and
-    // from each pod's third event on, only the last of those within 800 ms
-    // (unobserved states): the operator sees the pod finish, but never the
-    // other controller's finalizer that came 50 ms later.
-    let faults = Faults::seeded(1)
+/// Every pod event reaches the operator 300 ms late (a stale cache), and
+/// from each pod's third event on, only the last of those within 800 ms
+/// (unobserved states): the operator sees the pod finish, but never the
+/// other controller's finalizer that came 50 ms later.
+fn stale_and_unobserved() -> Faults {
+    Faults::seeded(1)
         .on(Verb::Watch)
         .resource("pods")
         .drop_intermediate(Duration::from_millis(800))
@@ -268,23 +265,39 @@ async fn chaos_lax_loses_foreign_finalizers_under_a_stale_cache() -> Result<()> 
         .per_object()
         .on(Verb::Watch)
         .resource("pods")
-        .hold_events(Duration::from_millis(300));
-    let proxy = FaultProxy::start(env.config(), faults).await?;
+        .hold_events(Duration::from_millis(300))
+}
+
+/// The foreign finalizers lost with the Kueue gate `on` or off.
+async fn kueue_under_stale_cache(gate: bool) -> Result<Vec<Violation>> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let proxy = FaultProxy::start(env.config(), stale_and_unobserved()).await?;
     kueue_pods(&ns).await?;
     let args = ManagerArgs::new()
         .with_config(kueue::CONFIG)
-        .with_feature_gates("RemoveFinalizersWithStrictPatch=false");
+        .with_feature_gates(format!("RemoveFinalizersWithStrictPatch={gate}"));
     let operator = kueue_operator(&proxy, args, &ns);
     let foreign = kueue_workload(&ns, Duration::from_millis(50)).await?;
     proxy.settle(Duration::from_secs(1), MINUTE).await?;
     let violations = invariants::kueue(&ns.client(), ns.name(), &foreign).await?;
     stop(operator).await?;
-    println!("lax under a stale cache: {} violations", violations.len());
+    Ok(violations)
+}
+
+#[tokio::test]
+async fn chaos_lax_loses_foreign_finalizers_under_a_stale_cache() -> Result<()> {
+    let lax = kueue_under_stale_cache(false).await?;
+    println!("lax under a stale cache: {} violations", lax.len());
     assert!(
-        violations
-            .iter()
+        lax.iter()
             .any(|v| v.invariant == "every foreign finalizer survives"),
-        "lax drops the finalizer its stale cache never saw: {violations:?}"
+        "lax drops the finalizer its stale cache never saw: {lax:?}"
+    );
+    let strict = kueue_under_stale_cache(true).await?;
+    assert!(
+        strict.is_empty(),
+        "strict keeps them under the same faults: {strict:?}"
     );
     Ok(())
 }

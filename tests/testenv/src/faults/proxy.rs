@@ -264,11 +264,10 @@ async fn handle(
     }
     let fault = info.as_ref().and_then(|i| shared.matcher.request(i));
     let watching = info.as_ref().and_then(|i| shared.matcher.watch(i));
-    let target = format!("{} {}", parts.method, parts.uri);
     let _in_flight = (info.as_ref().map(|i| i.verb) != Some(crate::faults::Verb::Watch))
         .then(|| InFlight::new(&shared));
     if let Some(fault) = &fault {
-        shared.record(fault, &target);
+        shared.record(fault, &format!("{} {}", parts.method, parts.uri));
     }
     let upstream = || forward(&shared, &parts, body.clone());
     match fault {
