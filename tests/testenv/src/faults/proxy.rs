@@ -43,6 +43,7 @@ pub(crate) type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
 /// replayed.
 pub struct FaultProxy {
     address: SocketAddr,
+    url: http::Uri,
     upstream_config: kube::Config,
     pub(crate) shared: Arc<Shared>,
     server: tokio::task::JoinHandle<()>,
@@ -134,6 +135,8 @@ impl FaultProxy {
             .await
             .map_err(FaultError::Bind)?;
         let address = listener.local_addr().map_err(FaultError::Bind)?;
+        let url = http::Uri::from_maybe_shared(format!("http://{address}/"))
+            .map_err(|e| FaultError::Bind(std::io::Error::other(e)))?;
         let shared = Arc::new(Shared {
             matcher: Matcher::new(faults),
             upstream: client,
@@ -147,6 +150,7 @@ impl FaultProxy {
         let server = tokio::spawn(accept(listener, shared.clone()));
         Ok(FaultProxy {
             address,
+            url,
             upstream_config: upstream.clone(),
             shared,
             server,
@@ -167,8 +171,7 @@ impl FaultProxy {
     /// configuration with the proxy as its cluster and no credentials.
     pub fn config(&self) -> kube::Config {
         let mut config = self.upstream_config.clone();
-        config.cluster_url = http::Uri::from_maybe_shared(format!("http://{}/", self.address))
-            .unwrap_or_else(|_| config.cluster_url.clone());
+        config.cluster_url = self.url.clone();
         config.root_cert = None;
         config.root_cert_file = None;
         config.tls_server_name = None;
