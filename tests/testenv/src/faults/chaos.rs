@@ -42,8 +42,8 @@ const WRITES: [Verb; 5] = [
 ];
 
 impl Faults {
-    /// A schedule of one rule per fault class, drawn from `seed`: errors
-    /// (409, 500 or 503), a throttle, a timeout and a crash on writes to
+    /// A schedule of one rule per fault class, drawn from `seed`: a
+    /// conflict (409), a server error (500 or 503), a throttle, a timeout and a crash on writes to
     /// `writes`; a reset and latency on reads; stale and coalesced events
     /// on watches of `watches`. Every rule is bounded (`times`), so an
     /// operator that retries converges.
@@ -55,7 +55,7 @@ impl Faults {
     /// use concord_testenv::faults::Faults;
     /// let a = Faults::chaos(11, &["pods"], &["pods"]);
     /// assert_eq!(a, Faults::chaos(11, &["pods"], &["pods"]));
-    /// assert_eq!(a.len(), 8);
+    /// assert_eq!(a.len(), 9);
     /// ```
     pub fn chaos(seed: u64, writes: &[&str], watches: &[&str]) -> Faults {
         let mut d = Draws(seed);
@@ -69,9 +69,14 @@ impl Faults {
         } else {
             watches
         };
-        let code = *d.pick(&[409u16, 500, 503]);
+        let code = *d.pick(&[500u16, 503]);
         let probability = [0.1, 0.2, 0.3][d.below(3) as usize];
         let mut faults = Faults::seeded(seed)
+            .on(*d.pick(&WRITES))
+            .resource(d.name(writes))
+            .fail_with(409)
+            .with_probability(probability)
+            .times(1 + d.below(3) as u32)
             .on(*d.pick(&WRITES))
             .resource(d.name(writes))
             .fail_with(code)
@@ -137,8 +142,7 @@ mod tests {
                 .iter()
                 .filter_map(|r| r.fault.map(|f| f.class()))
                 .collect();
-            // Error, throttle, timeout, reset, delay, crash, stale, unobserved.
-            assert_eq!(classes.len(), 8, "{faults}");
+            assert_eq!(classes.len(), FaultClass::ALL.len(), "{faults}");
             println!("{faults}");
         }
     }
