@@ -7,6 +7,7 @@ mod connect;
 mod demo;
 
 pub mod argo;
+pub mod invariants;
 pub mod kueue;
 pub mod widgets;
 pub mod widgets_demo;

@@ -10,9 +10,9 @@ use tokio::sync::watch;
 
 use super::Manager;
 use super::connection::{candidate_identity, connect, pod_namespace};
-use crate::sharding::{self, Sharding};
 use crate::http::{bind, parse_bind};
 use crate::leader::LeaderElectionConfig;
+use crate::sharding::{self, Sharding};
 use crate::writes::WriteRegistry;
 use crate::{ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client};
 
@@ -98,7 +98,6 @@ impl ManagerBuilder {
     /// Serves these webhooks over HTTPS on `--webhook-bind-address`, with
     /// the certificates in `--webhook-cert-dir`, on every replica (leader
     /// or not) until [`Manager::run`] returns.
-    #[must_use]
     pub fn with_webhooks(mut self, webhooks: crate::webhook::Webhooks) -> Self {
         self.webhooks = Some(webhooks);
         self

@@ -16,6 +16,7 @@
 //! | [`TestEnv::restricted_client`] | a client for an identity that holds only the given RBAC rules |
 //! | [`TestCa`] | a throw-away CA and serving certificates for webhook servers the API server calls |
 //! | [`ControlPlane`] | start, stop and restart a control plane yourself (same data, same ports) |
+//! | [`faults::FaultProxy`] | a proxy that injects stale, unobserved and failing answers and crashes, from a seeded schedule |
 //!
 //! # Example
 //!
@@ -39,6 +40,7 @@ mod certs;
 mod control_plane;
 mod env;
 mod error;
+pub mod faults;
 mod namespace;
 
 #[doc(inline)]
