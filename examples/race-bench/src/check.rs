@@ -12,12 +12,16 @@ pub(crate) fn must_be_safe(strategy: &str, scenario: Scenario) -> bool {
         || (strategy == "locked" && scenario == Scenario::Argo)
 }
 
-/// Every reason the run fails: a safe strategy that lost or gave up a
-/// write, and, with a baseline, any concord strategy whose writes/s ratio
-/// to it is not shown (by its 95% interval, paired by round) to clear
-/// `1 - max_regression/100` — "missed" when the interval lies below,
-/// "undecided" when it straddles the line.
+/// Every reason the run fails: [`safety_failures`], then
+/// [`graduation_failures`].
 pub fn failures(report: &Report, scenario: Scenario) -> Vec<String> {
+    let mut failures = safety_failures(report, scenario);
+    failures.extend(graduation_failures(report));
+    failures
+}
+
+/// A safe strategy that lost or gave up a write.
+pub(crate) fn safety_failures(report: &Report, scenario: Scenario) -> Vec<String> {
     let mut failures = Vec::new();
     for r in &report.results {
         if must_be_safe(&r.strategy, scenario) && (r.lost_writes > 0 || r.failed_writes > 0) {
@@ -27,6 +31,15 @@ pub fn failures(report: &Report, scenario: Scenario) -> Vec<String> {
             ));
         }
     }
+    failures
+}
+
+/// With a baseline, every concord strategy whose writes/s ratio to it is
+/// not shown (by its 95% interval, paired by round) to clear
+/// `1 - max_regression/100` — "missed" when the interval lies below,
+/// "undecided" when it straddles the line.
+pub(crate) fn graduation_failures(report: &Report) -> Vec<String> {
+    let mut failures = Vec::new();
     let Some(name) = report.baseline.as_deref() else {
         return failures;
     };
