@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use concord::featuregates::StrategyTable;
-use concord::{FeatureRegistry, Manager, ManagerArgs, Permissions};
+use concord::{Built, FeatureRegistry, Manager, ManagerArgs, Permissions};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::ObjectMeta;
@@ -111,8 +111,15 @@ async fn main() -> anyhow::Result<()> {
         builder = builder.with_kube_config(env.config().clone());
         dev = Some(env);
     }
-    // With --explain this prints the gates and strategy table, then exits.
-    let mut manager = builder.build().await?;
+    // With --explain (or --explain-yaml) nothing connects: print the gates
+    // and strategy table in effect, with their reasons, and stop.
+    let mut manager = match builder.build_or_explain().await? {
+        Built::Manager(manager) => *manager,
+        Built::Explained(text) => {
+            print!("{text}");
+            return Ok(());
+        }
+    };
     add_controllers(&mut manager, cli.namespace.as_deref());
     if let Some(dev) = &dev {
         dev.install_and_report(manager.client().clone(), crds()).await?;
