@@ -34,7 +34,7 @@ pub enum CertError {
 /// let ca = concord_testenv::TestCa::new()?;
 /// let serving = ca.serving_cert(&["127.0.0.1", "localhost"])?;
 /// serving.write_to(std::path::Path::new("/tmp/certs"))?; // tls.crt and tls.key
-/// let ca_bundle: Vec<u8> = ca.pem().into_bytes(); // for the webhook configuration
+/// let ca_bundle: Vec<u8> = ca.pem().as_bytes().to_vec(); // for the webhook configuration
 /// # Ok(()) }
 /// ```
 pub struct TestCa {
