@@ -12,8 +12,9 @@ pub(crate) fn must_be_safe(strategy: &str, scenario: Scenario) -> bool {
         || (strategy == "locked" && scenario == Scenario::Argo)
 }
 
-/// Every reason the run fails: [`safety_failures`], then
-/// [`graduation_failures`].
+/// Every reason the run fails: a safe strategy that lost or gave up a
+/// write, then every speed verdict against the baseline that is not "met"
+/// (the command line adds the latter only when `--baseline` is named).
 pub fn failures(report: &Report, scenario: Scenario) -> Vec<String> {
     let mut failures = safety_failures(report, scenario);
     failures.extend(graduation_failures(report));
