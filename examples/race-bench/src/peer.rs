@@ -2,7 +2,6 @@
 //! same work the way a Go operator does, built with the machine's Go and
 //! cached like the control plane.
 
-use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -18,89 +17,17 @@ use crate::tally::Counts;
 /// The Go module of the peer.
 const SOURCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/peer");
 
-/// The peer's executable, built from `peer/` on first use and cached in
-/// `$CONCORD_CONTROLPLANE_CACHE`, else `$XDG_CACHE_HOME/concord`, else
-/// `~/.cache/concord`, under a name keyed by a hash of its sources.
+/// The peer's executable, built from `peer/` on first use and cached like
+/// the control plane (see [`concord_testenv::GoProgram`]).
 ///
 /// # Errors
 ///
 /// When `go` is missing or the build fails (the message names the module
 /// directory), or the cache cannot be written.
 pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
-    let source = Path::new(SOURCE_DIR);
-    let key = source_hash(source)?;
-    let cache = cache_dir();
-    fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
-    let path = cache.join(format!("race-bench-peer-{key:016x}"));
-    if path.is_file() {
-        return Ok(path);
-    }
-    let lock_path = cache.join("race-bench-peer.lock");
-    let lock =
-        File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
-    lock.lock()
-        .with_context(|| format!("locking {}", lock_path.display()))?;
-    if !path.is_file() {
-        eprintln!(
-            "race-bench: building the controller-runtime peer from {} (the first build takes a few minutes)",
-            source.display()
-        );
-        let partial = path.with_extension("partial");
-        let output = std::process::Command::new("go")
-            .args(["build", "-o"])
-            .arg(&partial)
-            .arg(".")
-            .current_dir(source)
-            .env("GOTOOLCHAIN", "local")
-            .env("GOFLAGS", "-mod=mod -buildvcs=false")
-            .output()
-            .with_context(|| format!("running `go build` in {}", source.display()))?;
-        anyhow::ensure!(
-            output.status.success(),
-            "building the controller-runtime peer in {} failed:\n{}",
-            source.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        fs::rename(&partial, &path).with_context(|| format!("moving to {}", path.display()))?;
-    }
-    Ok(path)
-}
-
-fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CONCORD_CONTROLPLANE_CACHE") {
-        return dir.into();
-    }
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("concord")
-}
-
-/// FNV-1a over `go.mod`, `go.sum` and the `*.go` files, names included.
-fn source_hash(dir: &Path) -> anyhow::Result<u64> {
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            name == "go.mod" || name == "go.sum" || name.ends_with(".go")
-        })
-        .collect();
-    files.sort();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for file in files {
-        let bytes = fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-        let name = file
-            .file_name()
-            .map(|n| n.as_encoded_bytes().to_vec())
-            .unwrap_or_default();
-        for byte in name.iter().chain(&bytes) {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    Ok(hash)
+    concord_testenv::GoProgram::new("race-bench-peer", SOURCE_DIR, "the controller-runtime peer")
+        .ensure()
+        .context("building the controller-runtime peer")
 }
 
 /// The work sent to the peer on stdin.

@@ -44,7 +44,7 @@ pub mod faults;
 mod namespace;
 
 #[doc(inline)]
-pub use binary::ControlPlaneBinary;
+pub use binary::{ControlPlaneBinary, GoProgram};
 #[doc(inline)]
 pub use certs::{CertError, ServingCert, TestCa};
 #[doc(inline)]
