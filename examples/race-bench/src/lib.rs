@@ -55,6 +55,7 @@ mod setup;
 mod stats;
 mod svg;
 mod tally;
+mod targets;
 #[cfg(test)]
 mod test_support;
 mod usage;
@@ -72,5 +73,7 @@ pub use results::{Report, StrategyResult};
 pub use run::{BenchOutcome, run};
 #[doc(inline)]
 pub use stats::{Interval, Verdict};
+#[doc(inline)]
+pub use targets::TargetCheck;
 #[doc(inline)]
 pub use usage::peak_rss_kib;

@@ -97,6 +97,7 @@ pub fn markdown(report: &Report) -> String {
             r.verbs()
         );
     }
+    out.push_str(&crate::targets::markdown(report));
     out
 }
 

@@ -204,6 +204,9 @@ pub struct Report {
     pub order: Vec<Vec<String>>,
     /// One entry per contender.
     pub results: Vec<StrategyResult>,
+    /// The comparisons the project's targets name, where both contenders ran.
+    #[serde(default)]
+    pub targets: Vec<crate::TargetCheck>,
 }
 
 impl Report {

@@ -142,6 +142,7 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         .map(|(c, f)| StrategyResult::from_rounds(c.as_str(), f))
         .collect();
     compare(&mut results, &contenders, args);
+    let targets = crate::targets::checks(&results);
     let report = Report {
         scenario: args.scenario.as_str().to_owned(),
         pods: u64::from(args.pods),
@@ -155,6 +156,7 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         max_regression: args.max_regression,
         order: order_log,
         results,
+        targets,
     };
     let dir = args.out_dir();
     json::write(&dir, &report)?;

@@ -46,5 +46,6 @@ pub(crate) fn report(results: Vec<StrategyResult>) -> Report {
         max_regression: 5.0,
         order: vec![],
         results,
+        targets: vec![],
     }
 }

@@ -1,0 +1,130 @@
+//! The throughput comparisons the project's targets name, computed in every
+//! run that has both contenders: each a ratio paired by round with its 95%
+//! interval and what that interval says about the target's floor. They are
+//! reported, never enforced: only `--baseline` asks for a failing check.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{Interval, Verdict};
+use crate::{Report, StrategyResult};
+
+/// `(contender, against, floor)`: the contender's writes/s over the other's.
+const TARGETS: [(&str, &str, f64); 6] = [
+    // Optimistic locking costs no more than the same requests by hand.
+    ("strict", "raw", 0.98),
+    // concord's safe strategy keeps up with controller-runtime's.
+    ("strict", "controller-runtime", 1.0),
+    // The safe strategies reach most of the API server's own capacity.
+    ("strict", "ceiling", 0.9),
+    ("update", "ceiling", 0.9),
+    ("apply", "ceiling", 0.9),
+    ("locked", "ceiling", 0.9),
+];
+
+/// One target's comparison in one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetCheck {
+    /// The contender measured.
+    pub contender: String,
+    /// The contender it is compared with.
+    pub against: String,
+    /// The ratio the target asks for at least.
+    pub floor: f64,
+    /// `contender / against` writes/s, paired by round.
+    pub interval: Interval,
+    /// What the interval says about `floor`.
+    pub verdict: Verdict,
+}
+
+/// The targets whose two contenders both ran, in [`TARGETS`]' order.
+pub(crate) fn checks(results: &[StrategyResult]) -> Vec<TargetCheck> {
+    let rounds = |name: &str| {
+        results
+            .iter()
+            .find(|r| r.strategy == name)
+            .map(|r| r.rounds_writes_per_s.as_slice())
+    };
+    TARGETS
+        .iter()
+        .filter_map(|&(contender, against, floor)| {
+            let interval = Interval::paired(rounds(contender)?, rounds(against)?)?;
+            Some(TargetCheck {
+                contender: contender.into(),
+                against: against.into(),
+                floor,
+                interval,
+                verdict: interval.against(floor),
+            })
+        })
+        .collect()
+}
+
+/// The targets as Markdown lines, empty when none could be computed.
+pub(crate) fn markdown(report: &Report) -> String {
+    let mut out = String::new();
+    for t in &report.targets {
+        if out.is_empty() {
+            out.push_str(
+                "\ntargets (writes/s ratio paired by round, 95% CI, against its floor):\n",
+            );
+        }
+        let i = t.interval;
+        out.push_str(&format!(
+            "- {} / {}: {:.3}x [{:.3}, {:.3}] vs floor {:.2}: {}\n",
+            t.contender,
+            t.against,
+            i.ratio,
+            i.lo,
+            i.hi,
+            t.floor,
+            t.verdict.as_str()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{report, result};
+
+    #[test]
+    fn a_target_is_checked_only_when_both_contenders_ran() {
+        let mut strict = result("strict", 100.0, 0);
+        strict.rounds_writes_per_s = vec![100.0, 102.0, 98.0];
+        let mut raw = result("raw", 100.0, 0);
+        raw.rounds_writes_per_s = vec![100.0, 101.0, 99.0];
+        let checks = checks(&[strict.clone(), raw]);
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        assert_eq!(
+            (checks[0].contender.as_str(), checks[0].against.as_str()),
+            ("strict", "raw")
+        );
+        assert!(checks[0].interval.lo < 1.0 && checks[0].interval.hi > 1.0);
+        assert_eq!(checks[0].verdict, Verdict::Undecided);
+        assert!(super::checks(&[strict]).is_empty());
+    }
+
+    #[test]
+    fn the_report_lists_each_target_with_its_verdict() {
+        let mut r = report(vec![]);
+        r.targets = vec![TargetCheck {
+            contender: "strict".into(),
+            against: "ceiling".into(),
+            floor: 0.9,
+            interval: Interval {
+                ratio: 0.7,
+                lo: 0.66,
+                hi: 0.8,
+                rounds: 5,
+            },
+            verdict: Verdict::Missed,
+        }];
+        let text = markdown(&r);
+        assert!(
+            text.contains("- strict / ceiling: 0.700x [0.660, 0.800] vs floor 0.90: missed"),
+            "{text}"
+        );
+    }
+}
