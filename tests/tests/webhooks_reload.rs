@@ -94,6 +94,8 @@ impl Connection {
         let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
         let started = Instant::now();
         let tcp = TcpStream::connect(address).await?;
+        // As Go's clients (the API server's) do.
+        tcp.set_nodelay(true)?;
         let tls = connector
             .connect(ServerName::try_from("127.0.0.1")?, tcp)
             .await
