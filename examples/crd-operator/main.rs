@@ -11,8 +11,9 @@
 //! With `--serve` (as in its Deployment) it also serves its webhooks
 //! (`concord_examples::widgets_webhooks`): a validator, a defaulter and
 //! the conversion between `v1alpha1` and `v1`, with `tls.crt`/`tls.key`
-//! from `--webhook-cert-dir` (cert-manager's Secret in the Deployment).
-//! The demo mode serves none and installs the `v1`-only CRD.
+//! from `--webhook-cert-dir` (cert-manager's Secret in the Deployment);
+//! `--webhook-bind-address=0` turns them off. The demo mode serves none
+//! and installs the `v1`-only CRD.
 //!
 //! What it needs: Go and Rust (the embedded control plane is built from its
 //! Go modules on first use, then cached), or a cluster via `--kubeconfig`

@@ -23,6 +23,7 @@ use concord_examples::widgets_v1alpha1;
 use concord_examples::widgets_webhooks::{self, CONFIGURATION, DEFAULT_MESSAGE};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use proptest::prelude::*;
@@ -169,16 +170,36 @@ async fn the_example_operator_serves_its_webhooks() -> Result<()> {
     .await?;
 
     // Written as v1alpha1, read as v1 with nothing lost, and reconciled.
-    let written = old
-        .create(
-            &PostParams::default(),
-            &old_widget("legacy", "from the past", 2),
-        )
-        .await?;
+    let mut legacy = old_widget("legacy", "from the past", 2);
+    legacy.labels_mut().insert("team".into(), "widgets".into());
+    let written = old.create(&PostParams::default(), &legacy).await?;
     let read = new.get("legacy").await?;
     assert_eq!(read.spec.message, "from the past");
     assert_eq!(read.spec.shards, 2);
+    assert_eq!(
+        read.labels().get("team").map(String::as_str),
+        Some("widgets")
+    );
     assert_eq!(old.get("legacy").await?.spec, written.spec);
+    // And the other way: written as v1, read as v1alpha1.
+    new.create(
+        &PostParams::default(),
+        &Widget::new(
+            "current",
+            widgets::WidgetSpec {
+                message: "from now".into(),
+                shards: 3,
+            },
+        ),
+    )
+    .await?;
+    assert_eq!(
+        old.get("current").await?.spec,
+        widgets_v1alpha1::WidgetSpec {
+            text: "from now".into(),
+            replicas: 3
+        }
+    );
     eventually(Duration::from_secs(60), "legacy reconciled", || async {
         old.get("legacy")
             .await
