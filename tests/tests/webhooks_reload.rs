@@ -3,8 +3,9 @@
 //! files in a fresh directory, then an atomic rename of the `..data`
 //! symlink) while four clients keep admission requests going; no request
 //! fails, and every connection opened after the server first presented
-//! the new certificate presents it too. No API server is needed: the
-//! clients speak HTTPS to the server directly.
+//! the new certificate presents it too. A pair written file by file (key
+//! first) keeps the old pair in service until both fit. No API server is
+//! needed: the clients speak HTTPS to the server directly.
 //!
 //! ```text
 //! cargo test -p concord-tests --test webhooks_reload
@@ -307,6 +308,56 @@ async fn certificates_are_swapped_without_dropping_a_request() -> Result<()> {
         REQUESTS as u64
     );
 
+    let _ = stop.send(());
+    serving.await?;
+    Ok(())
+}
+
+/// A writer that is not atomic (a key copied in before its certificate)
+/// leaves a pair that does not fit for a while: the server keeps serving
+/// the old pair until both files fit, then switches.
+#[tokio::test]
+async fn a_half_written_pair_keeps_the_old_certificate_in_service() -> Result<()> {
+    let ca = TestCa::new()?;
+    let (first, second) = (
+        ca.serving_cert(&["127.0.0.1"])?,
+        ca.serving_cert(&["127.0.0.1"])?,
+    );
+    let (first_der, second_der) = (der(&first.cert_pem)?, der(&second.cert_pem)?);
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("tls.crt"), &first.cert_pem)?;
+    std::fs::write(dir.path().join("tls.key"), &first.key_pem)?;
+    let webhooks = Webhooks::new().with_validator::<ConfigMap, _>(Admit, WebhookOptions::new());
+    let every = Duration::from_millis(20);
+    let server = WebhookServer::bind("127.0.0.1:0".parse()?, dir.path(), webhooks)
+        .await?
+        .with_reload_interval(every);
+    let address = server.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+
+    std::fs::write(dir.path().join("tls.key"), &second.key_pem)?;
+    // Many reload checks see the new key beside the old certificate.
+    tokio::time::sleep(every * 10).await;
+    let mut conn = Connection::open(address, ca.pem()).await?;
+    assert_eq!(conn.peer, first_der, "the old pair stays in service");
+    let (status, _) = conn.post(b"{}").await?;
+    assert_eq!(status, 400, "and answers");
+
+    std::fs::write(dir.path().join("tls.crt"), &second.cert_pem)?;
+    let start = Instant::now();
+    loop {
+        if Connection::open(address, ca.pem()).await?.peer == second_der {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the new pair never served"
+        );
+        tokio::time::sleep(every).await;
+    }
     let _ = stop.send(());
     serving.await?;
     Ok(())
