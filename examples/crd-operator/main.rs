@@ -8,6 +8,13 @@
 //! before the Widget goes. The demo installs the CRD, creates a Widget with
 //! three shards, scales it to one, deletes it, and exits.
 //!
+//! With `--serve` (as in its Deployment) it also serves its webhooks
+//! (`concord_examples::widgets_webhooks`): a validator, a defaulter and
+//! the conversion between `v1alpha1` and `v1`, with `tls.crt`/`tls.key`
+//! from `--webhook-cert-dir` (cert-manager's Secret in the Deployment);
+//! `--webhook-bind-address=0` turns them off. The demo mode serves none
+//! and installs the `v1`-only CRD.
+//!
 //! What it needs: Go and Rust (the embedded control plane is built from its
 //! Go modules on first use, then cached), or a cluster via `--kubeconfig`
 //! or `$KUBECONFIG` (the demo installs the CRD: it needs to be allowed to).
@@ -15,6 +22,7 @@
 //! ```text
 //! cargo run --release --example crd-operator
 //! cargo run --release --example crd-operator -- --print-crd
+//! cargo run --release --example crd-operator -- --print-webhooks
 //! cargo run --release --example crd-operator -- --print-rbac
 //! cargo run --release --example crd-operator -- --serve --namespace widgets   # as in a Deployment
 //! ```
@@ -23,6 +31,7 @@ use clap::Parser;
 use concord::{Built, FeatureRegistry, Manager};
 use concord_examples::widgets::{self, Widget, WidgetReconciler};
 use concord_examples::widgets_demo::{demo, install_crd};
+use concord_examples::widgets_webhooks;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::watcher;
@@ -32,9 +41,14 @@ use kube::{Api, CustomResourceExt};
 struct Cli {
     #[command(flatten)]
     example: ExampleArgs,
-    /// Print the Widget CustomResourceDefinition (YAML), then exit.
+    /// Print the Widget CustomResourceDefinition (YAML, both versions and
+    /// the conversion webhook), then exit.
     #[arg(long = "print-crd")]
     print_crd: bool,
+    /// Print the Validating- and MutatingWebhookConfiguration (YAML,
+    /// two documents), then exit.
+    #[arg(long = "print-webhooks")]
+    print_webhooks: bool,
 }
 
 #[tokio::main]
@@ -45,8 +59,23 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let args = cli.example.with_default_config(widgets::CONFIG);
     let namespace = args.namespace_or("widgets-demo");
+    let in_cluster = widgets_webhooks::in_cluster_client();
     if cli.print_crd {
-        print!("{}", serde_yaml::to_string(&Widget::crd())?);
+        print!(
+            "{}",
+            serde_yaml::to_string(&widgets_webhooks::crd(&in_cluster)?)?
+        );
+        return Ok(());
+    }
+    if cli.print_webhooks {
+        let webhooks = widgets_webhooks::webhooks();
+        let validating = webhooks.validating_configuration(&in_cluster);
+        let mutating = webhooks.mutating_configuration(&in_cluster);
+        print!(
+            "{}---\n{}",
+            serde_yaml::to_string(&validating)?,
+            serde_yaml::to_string(&mutating)?
+        );
         return Ok(());
     }
     if args.print_rbac {
@@ -64,6 +93,10 @@ async fn main() -> anyhow::Result<()> {
     let mut builder = Manager::builder("crd-operator").with_args(args.manager.clone());
     if let Some(client) = client_of(&connection) {
         builder = builder.with_client(client);
+    }
+    if args.serve {
+        // On every replica, leader or not: the API server calls any of them.
+        builder = builder.with_webhooks(widgets_webhooks::webhooks());
     }
     let mut manager = match builder.build_or_explain().await? {
         Built::Manager(manager) => manager,

@@ -11,6 +11,8 @@ pub mod invariants;
 pub mod kueue;
 pub mod widgets;
 pub mod widgets_demo;
+pub mod widgets_v1alpha1;
+pub mod widgets_webhooks;
 
 #[doc(inline)]
 pub use cli::{ExampleArgs, client_of, demo_connection, load_config, role_yaml};

@@ -25,6 +25,7 @@ pub struct Metrics {
     leader: AtomicU64,
     client: Arc<ClientCounters>,
     sharding: std::sync::OnceLock<Arc<crate::sharding::ShardStats>>,
+    webhooks: std::sync::OnceLock<Arc<crate::webhook::WebhookMetrics>>,
 }
 
 impl Metrics {
@@ -35,7 +36,13 @@ impl Metrics {
             leader: AtomicU64::new(0),
             client,
             sharding: std::sync::OnceLock::new(),
+            webhooks: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The webhook server's series join the manager's `/metrics`.
+    pub(crate) fn set_webhooks(&self, webhooks: Arc<crate::webhook::WebhookMetrics>) {
+        let _ = self.webhooks.set(webhooks);
     }
 
     pub(crate) fn set_sharding(&self, stats: Arc<crate::sharding::ShardStats>) {
@@ -90,6 +97,9 @@ impl Metrics {
         let _ = writeln!(out, "concord_leader {}", self.leader.load(Relaxed));
         if let Some(stats) = self.sharding.get() {
             stats.render(&mut out);
+        }
+        if let Some(webhooks) = self.webhooks.get() {
+            out.push_str(&webhooks.render());
         }
         out
     }

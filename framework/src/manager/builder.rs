@@ -222,6 +222,9 @@ impl ManagerBuilder {
             ),
             _ => None,
         };
+        if let Some(server) = &webhook_server {
+            metrics.set_webhooks(server.metrics());
+        }
         let sharding = self.args.shards.is_on().then(|| {
             let namespace = self
                 .args

@@ -136,7 +136,8 @@ impl Manager {
         self.webhook_server.as_ref().and_then(|s| s.local_addr())
     }
 
-    /// The webhook server's counters and latencies, if it runs.
+    /// The webhook server's counters and latencies, if it runs; they are
+    /// part of [`metrics`](Self::metrics) and the `/metrics` endpoint too.
     pub fn webhook_metrics(&self) -> Option<Arc<crate::webhook::WebhookMetrics>> {
         self.webhook_server.as_ref().map(|s| s.metrics())
     }

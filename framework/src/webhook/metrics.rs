@@ -27,6 +27,10 @@ struct Counters {
 /// `allowed`, `patched`, `denied`, `timed_out`, `invalid`, `error`) and the
 /// histogram `concord_webhook_latency_seconds{webhook}` of the time from a
 /// request's body being read to its answer being ready.
+///
+/// A manager serving webhooks renders these on its own `/metrics`
+/// (`--metrics-bind-address`) after its other series; the webhook server
+/// also answers `GET /metrics` with them alone.
 #[derive(Debug, Default)]
 pub struct WebhookMetrics {
     webhooks: Mutex<BTreeMap<String, Arc<Counters>>>,

@@ -16,8 +16,11 @@ pub const CERT_FILE: &str = "tls.crt";
 /// The key file in the cert directory.
 pub const KEY_FILE: &str = "tls.key";
 
-/// Modification time and length of both files: what "changed" means.
-type Stamp = [(Option<SystemTime>, u64); 2];
+/// Inode, modification time and length of both files (symlinks
+/// followed): what "changed" means. The inode catches kubelet's atomic
+/// swap of a Secret volume's `..data` symlink even when the new files have
+/// the old ones' size and a coarse clock gives them the same time.
+type Stamp = [(u64, Option<SystemTime>, u64); 2];
 
 /// Hands every new TLS handshake the current certificate; a reload swaps it
 /// for the next handshake while connections already open keep theirs, so no
@@ -70,10 +73,11 @@ impl ResolvesServerCert for ReloadingCert {
 }
 
 fn stamp(dir: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
     let one = |name| {
         std::fs::metadata(dir.join(name))
-            .map(|m| (m.modified().ok(), m.len()))
-            .unwrap_or((None, 0))
+            .map(|m| (m.ino(), m.modified().ok(), m.len()))
+            .unwrap_or((0, None, 0))
     };
     [one(CERT_FILE), one(KEY_FILE)]
 }

@@ -1,0 +1,273 @@
+//! The crd-operator example's webhooks, served by its manager and called
+//! by the real kube-apiserver: a `v1alpha1` Widget read as `v1` with
+//! nothing lost, an out-of-bounds one denied with the validator's message,
+//! defaults on the stored object, an immutable field, the webhook series
+//! on the manager's `/metrics`; and the conversion's round trips on
+//! generated Widgets.
+//!
+//! ```text
+//! cargo test -p concord-tests --test webhooks_example
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod webhooks_support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Result;
+use concord::webhook::{WebhookClient, check_hub_round_trip, check_spoke_round_trip};
+use concord::{Manager, ManagerArgs};
+use concord_examples::widgets::{self, Widget, WidgetCondition, WidgetReconciler, WidgetStatus};
+use concord_examples::widgets_v1alpha1;
+use concord_examples::widgets_webhooks::{self, CONFIGURATION, DEFAULT_MESSAGE};
+use concord_testenv::TestEnv;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
+use proptest::prelude::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use webhooks_support::{admin, certs, eventually, unregister};
+
+fn hub(name: &str, message: String, shards: u32, status: Option<WidgetStatus>) -> Widget {
+    let mut widget = Widget::new(name, widgets::WidgetSpec { message, shards });
+    widget.status = status;
+    widget
+}
+
+fn status_strategy() -> impl Strategy<Value = Option<WidgetStatus>> {
+    proptest::option::of(
+        (
+            any::<u32>(),
+            proptest::option::of(any::<i64>()),
+            "[A-Za-z]{0,8}",
+        )
+            .prop_map(|(shards, observed_generation, reason)| WidgetStatus {
+                shards,
+                observed_generation,
+                conditions: vec![WidgetCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    reason,
+                    ..WidgetCondition::default()
+                }],
+            }),
+    )
+}
+
+// ANCHOR: round_trip
+proptest! {
+    #[test]
+    fn widget_conversion_loses_nothing(name in "[a-z]{1,12}", message in ".{0,40}",
+                                       shards in any::<u32>(), status in status_strategy()) {
+        let widget = hub(&name, message, shards, status);
+        check_hub_round_trip::<_, widgets_v1alpha1::Widget>(&widget)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let old = <widgets_v1alpha1::Widget as concord::webhook::Spoke<Widget>>::from_hub(widget);
+        check_spoke_round_trip(&old).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+// ANCHOR_END: round_trip
+
+/// `GET /metrics` on the manager's metrics endpoint.
+async fn scrape(address: SocketAddr) -> Result<String> {
+    let mut tcp = tokio::net::TcpStream::connect(address).await?;
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await?;
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await?;
+    Ok(text)
+}
+
+/// The value of the series `series` (name and labels, exactly).
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)
+            .and_then(|v| v.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+fn old_widget(name: &str, text: &str, replicas: u32) -> widgets_v1alpha1::Widget {
+    widgets_v1alpha1::Widget::new(
+        name,
+        widgets_v1alpha1::WidgetSpec {
+            text: text.into(),
+            replicas,
+        },
+    )
+}
+
+// ANCHOR: e2e
+#[tokio::test]
+async fn the_example_operator_serves_its_webhooks() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let (ca, dir) = certs()?;
+    // The operator as its Deployment runs it, on loopback ports.
+    let args = ManagerArgs::new()
+        .with_config(widgets::CONFIG)
+        .with_metrics_bind_address("127.0.0.1:0")
+        .with_webhook_server("127.0.0.1:0", dir.path());
+    let mut manager = Manager::builder("crd-operator")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .with_webhooks(widgets_webhooks::webhooks())
+        .build()
+        .await?;
+    let webhook_at = manager.webhook_address().unwrap();
+    let metrics_at = manager.metrics_address().unwrap();
+    let served = manager.webhook_metrics().unwrap();
+
+    // The generated CRD and configurations, addressed to the test server
+    // by URL instead of the in-cluster Service.
+    let target = WebhookClient::url(format!("https://{webhook_at}"))
+        .with_ca_bundle(ca.pem().as_bytes().to_vec())
+        .with_configuration_name(CONFIGURATION);
+    env.install_crd(widgets_webhooks::crd(&target)?).await?;
+    webhooks_support::register(
+        &admin()?,
+        &widgets_webhooks::webhooks(),
+        CONFIGURATION,
+        webhook_at,
+        &ca,
+    )
+    .await?;
+
+    let shards: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller(
+        "widgets",
+        Api::namespaced(ns.client(), ns.name()),
+        WidgetReconciler,
+        move |c| c.owns(shards, watcher::Config::default()),
+    );
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let old: Api<widgets_v1alpha1::Widget> = Api::namespaced(ns.client(), ns.name());
+    let new: Api<Widget> = Api::namespaced(ns.client(), ns.name());
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually(
+        Duration::from_secs(30),
+        "the validator to be called",
+        || async {
+            matches!(old.create(&dry, &old_widget("probe", "x", 50)).await,
+                 Err(kube::Error::Api(s)) if s.message.contains("spec.shards must be"))
+        },
+    )
+    .await?;
+
+    // Written as v1alpha1, read as v1 with nothing lost, and reconciled.
+    let mut legacy = old_widget("legacy", "from the past", 2);
+    legacy.labels_mut().insert("team".into(), "widgets".into());
+    let written = old.create(&PostParams::default(), &legacy).await?;
+    let read = new.get("legacy").await?;
+    assert_eq!(read.spec.message, "from the past");
+    assert_eq!(read.spec.shards, 2);
+    assert_eq!(
+        read.labels().get("team").map(String::as_str),
+        Some("widgets")
+    );
+    assert_eq!(old.get("legacy").await?.spec, written.spec);
+    // And the other way: written as v1, read as v1alpha1.
+    new.create(
+        &PostParams::default(),
+        &Widget::new(
+            "current",
+            widgets::WidgetSpec {
+                message: "from now".into(),
+                shards: 3,
+            },
+        ),
+    )
+    .await?;
+    assert_eq!(
+        old.get("current").await?.spec,
+        widgets_v1alpha1::WidgetSpec {
+            text: "from now".into(),
+            replicas: 3
+        }
+    );
+    eventually(Duration::from_secs(60), "legacy reconciled", || async {
+        old.get("legacy")
+            .await
+            .ok()
+            .and_then(|w| w.status)
+            .is_some_and(|s| s.shards == 2 && s.conditions.iter().any(|c| c.type_ == "Ready"))
+    })
+    .await?;
+
+    // Out of bounds: v1alpha1's schema allows it, the validator does not.
+    let status = api_error(
+        old.create(&PostParams::default(), &old_widget("huge", "x", 50))
+            .await,
+    );
+    assert_eq!(status.code, 403, "{status:?}");
+    assert!(
+        status
+            .message
+            .contains("spec.shards must be between 0 and 20, got 50"),
+        "{}",
+        status.message
+    );
+    assert!(new.get_opt("huge").await?.is_none(), "nothing stored");
+
+    // Defaults on the stored object, whichever version reads it.
+    old.create(&PostParams::default(), &old_widget("quiet", "", 1))
+        .await?;
+    assert_eq!(new.get("quiet").await?.spec.message, DEFAULT_MESSAGE);
+    assert_eq!(old.get("quiet").await?.spec.text, DEFAULT_MESSAGE);
+
+    // An immutable field, through the new version.
+    let mut changed = new.get("legacy").await?;
+    changed.spec.message = "rewritten".into();
+    let status = api_error(
+        new.replace("legacy", &PostParams::default(), &changed)
+            .await,
+    );
+    assert!(
+        status.message.contains("spec.message is immutable"),
+        "{status:?}"
+    );
+    assert_eq!(new.get("legacy").await?.spec.message, "from the past");
+
+    // The webhook series on the manager's own /metrics.
+    let text = scrape(metrics_at).await?;
+    let denied = value(
+        &text,
+        "concord_webhook_requests_total{webhook=\"validate.widgets.demo.concord.dev\",outcome=\"denied\"}",
+    );
+    assert!(denied.is_some_and(|n| n >= 2.0), "{text}");
+    assert_eq!(
+        denied,
+        Some(served.requests("validate.widgets.demo.concord.dev", "denied") as f64)
+    );
+    let patched = value(
+        &text,
+        "concord_webhook_requests_total{webhook=\"default.widgets.demo.concord.dev\",outcome=\"patched\"}",
+    );
+    assert!(patched.is_some_and(|n| n >= 1.0), "{text}");
+    let conversions = value(
+        &text,
+        "concord_webhook_latency_seconds_count{webhook=\"convert.widgets.demo.concord.dev\"}",
+    );
+    assert!(conversions.is_some_and(|n| n >= 1.0), "{text}");
+
+    stop.shutdown();
+    running.await??;
+    unregister(&admin()?, CONFIGURATION).await;
+    Ok(())
+}
+// ANCHOR_END: e2e
