@@ -62,6 +62,9 @@ async fn a_throttled_write_is_retried_by_the_strategy_alone_and_counted_once() -
         .throttle(1)
         .times(2);
     let (created, proxy, client, counters) = setup(faults).await?;
+    // ANCHOR: transient_policy
+    // The client from `throttle_aware_client` leaves the write's retries to
+    // the strategy: its transient policy alone bounds them.
     let metrics = Arc::new(WriteMetrics::default());
     let writer = Writer::<ConfigMap>::new(
         client,
@@ -71,6 +74,7 @@ async fn a_throttled_write_is_retried_by_the_strategy_alone_and_counted_once() -
         t.with_metrics(metrics.clone())
             .with_transient_retry(three_attempts())
     });
+    // ANCHOR_END: transient_policy
 
     let start = Instant::now();
     let written = writer
