@@ -53,6 +53,7 @@ mod observed;
 mod outcome;
 mod request;
 mod retry;
+mod server_version;
 mod session;
 mod strategy;
 mod strict;
