@@ -1,5 +1,5 @@
 use async_trait::async_trait;
-use concord_featuregates::{ConflictPolicy, RetryPolicy, StrategyName};
+use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 use serde_json::{Map, Value, json};
 
 use crate::field_manager::manager_for;
@@ -120,6 +120,12 @@ async fn run(
             "a status deletion (`null` in a MergeStatus fragment)",
         ));
     }
+    if mutation.operation() == Operation::ApplyOwned {
+        if mutation.intents().len() > 1 {
+            return Err(unsupported("`apply-owned` together with other intents"));
+        }
+        return owned(session, observed).await;
+    }
     if changes(session, &observed, mutation)? > 1 {
         // One apply request carries one field manager, and each intent has
         // its own: several changes go as one guarded patch instead, so that
@@ -170,6 +176,29 @@ async fn run(
         }
     }
     Ok(Some(current))
+}
+
+/// `apply-owned`: one forced apply of the whole object under the target's
+/// field manager, creating it if absent.
+async fn owned(session: &mut Session<'_>, desired: Value) -> Result<Option<Value>, Error> {
+    let manager = session.target.field_manager.clone();
+    let body = Body::Apply {
+        config: desired,
+        manager,
+    };
+    match session.send(&body).await? {
+        Answer::Stored(stored) => Ok(Some(stored)),
+        Answer::Conflict => Err(Error::Conflict {
+            object: session.key.clone(),
+        }),
+        Answer::NotFound => Err(Error::NotFound {
+            object: session.key.clone(),
+        }),
+        Answer::Invalid(source) => Err(Error::Rejected {
+            object: session.key.clone(),
+            source,
+        }),
+    }
 }
 
 /// How many of `mutation`'s intents change `observed` (applied in order).

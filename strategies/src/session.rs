@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use concord_featuregates::StrategyName;
+use concord_featuregates::{Operation, StrategyName};
 use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, Resource};
 use serde_json::Value;
@@ -65,6 +65,13 @@ impl<'a> Session<'a> {
         let Some(status) = mutation.is_status() else {
             return Err(Error::MixedSubresources { object: key });
         };
+        if strategy != StrategyName::Apply && mutation.operation() == Operation::ApplyOwned {
+            return Err(Error::UnsupportedMutation {
+                strategy,
+                what: "applying a whole owned object (`apply-owned`)",
+                object: key,
+            });
+        }
         Ok(Session {
             target,
             url: DynamicObject::url_path(&target.resource, namespace.as_deref()),
