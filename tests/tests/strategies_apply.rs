@@ -128,3 +128,46 @@ async fn apply_multi_intent_mutation_is_all_or_nothing() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `apply-owned` (what `Context::apply_owned` sends): one forced apply of
+/// the whole object, creating it and then updating it, counted in the
+/// write metrics like every write; no other strategy accepts it.
+#[tokio::test]
+async fn apply_owned_creates_then_updates_the_whole_object_through_the_table() -> anyhow::Result<()>
+{
+    let env = concord_testenv::TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let cms: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let metrics = std::sync::Arc::new(concord_strategies::WriteMetrics::default());
+    let writer =
+        Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Apply, policy()))
+            .with_target(|t| t.with_metrics(metrics.clone()));
+    let mut child = config_map("child", &[])?;
+    child.metadata.namespace = Some(ns.name().to_owned());
+    let owned: Mutation = Intent::ApplyOwned.into();
+    assert_eq!(owned.operation(), concord_strategies::Operation::ApplyOwned);
+
+    let created = writer.write(&child, &owned).await?;
+    assert_eq!(created.outcome.requests(Verb::Apply), 1);
+    assert_eq!(cms.get("child").await?.data.unwrap_or_default()["k"], "v");
+    child.data = Some([("k".to_owned(), "changed".to_owned())].into());
+    writer.write(&child, &owned).await?;
+    assert_eq!(
+        cms.get("child").await?.data.unwrap_or_default()["k"],
+        "changed"
+    );
+    let snapshot = metrics.snapshot();
+    assert_eq!(
+        (snapshot.writes, snapshot.requests[Verb::Apply.index()]),
+        (2, 2)
+    );
+
+    let strict =
+        Writer::<ConfigMap>::new(env.client()?, strategy_for(StrategyName::Strict, policy()));
+    let refused = strict.write(&child, &owned).await;
+    assert!(
+        matches!(refused, Err(Error::UnsupportedMutation { .. })),
+        "{refused:?}"
+    );
+    Ok(())
+}
