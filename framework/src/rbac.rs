@@ -107,8 +107,11 @@ impl<'a> Permissions<'a> {
     #[must_use]
     pub fn applies<K: Resource<DynamicType = ()>>(self) -> Self {
         let resource = ApiResource::erase::<K>(&());
-        self.writes::<K>(&[Operation::ApplyOwned])
-            .verbs(&resource.group, &resource.plural, &["create"])
+        self.writes::<K>(&[Operation::ApplyOwned]).verbs(
+            &resource.group,
+            &resource.plural,
+            &["create"],
+        )
     }
 
     /// Objects of type `K` are deleted.

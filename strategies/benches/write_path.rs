@@ -17,8 +17,8 @@ use concord_strategies::{Intent, Mutation, Writer, strategy_for};
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
-use kube::core::{ApiResource, DynamicObject};
 use kube::client::Body;
+use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 /// A Pod of about 4 KiB as JSON: labels, annotations, two containers with

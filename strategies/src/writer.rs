@@ -236,8 +236,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let seen = seen.lock().unwrap().clone();
-        seen
+        seen.lock().unwrap().clone()
     }
 
     #[tokio::test]

@@ -5,9 +5,7 @@
 //! Run with `cargo test -p concord-tests --test strategies_apply`.
 
 use anyhow::Context;
-use concord_strategies::{
-    Error, Intent, Mutation, StrategyName, Verb, WriteStrategy, Writer, strategy_for,
-};
+use concord_strategies::{Error, Intent, Mutation, StrategyName, Verb, Writer, strategy_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 

@@ -5,9 +5,7 @@
 //! Run with `cargo test -p concord-tests --test strategies_lifecycle`.
 
 use anyhow::ensure;
-use concord_strategies::{
-    ConflictPolicy, Error, Intent, StrategyName, Verb, WriteStrategy, Writer, strategy_for,
-};
+use concord_strategies::{ConflictPolicy, Error, Intent, StrategyName, Verb, Writer, strategy_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;

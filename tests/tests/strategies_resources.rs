@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use concord_strategies::{
-    Intent, Locked, Mutation, StrategyName, Target, Verb, WriteMetrics, WriteStrategy, Writer,
-    strategy_for,
+    Intent, Locked, Mutation, StrategyName, Target, Verb, WriteMetrics, Writer, strategy_for,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

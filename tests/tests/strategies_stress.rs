@@ -8,8 +8,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use concord_strategies::{
-    ConflictPolicy, Intent, RetryPolicy, StrategyName, Verb, WriteMetrics, WriteStrategy, Writer,
-    strategy_for,
+    ConflictPolicy, Intent, RetryPolicy, StrategyName, Verb, WriteMetrics, Writer, strategy_for,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
