@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 /// A Pod of about 4 KiB as JSON: labels, annotations, two containers with
 /// env, ports, probes and resources, a finalizer to remove.
 fn pod() -> Value {
-    let env: Vec<Value> = (0..24)
+    let env: Vec<Value> = (0..30)
         .map(
             |i| json!({"name": format!("SETTING_{i:02}"), "value": format!("value-number-{i:02}")}),
         )
