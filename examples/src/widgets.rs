@@ -98,9 +98,9 @@ pub enum WidgetError {
     ApplyShard {
         /// The shard.
         name: String,
-        /// The API error.
+        /// The write error.
         #[source]
-        source: kube::Error,
+        source: WriteError,
     },
     /// Listing or deleting shards failed.
     #[error("pruning shards of widget {widget} failed")]

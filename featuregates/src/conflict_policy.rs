@@ -46,6 +46,25 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// The default for transient failures (`429`, `5xx`) of a write, which
+    /// only the write strategy retries: 16 attempts (15 retries, as kube's
+    /// client retry layer allows), waits doubling from 5 ms with jitter 0.1
+    /// up to 10 s, each raised to the server's `Retry-After` within that cap.
+    ///
+    /// ```
+    /// use concord_featuregates::RetryPolicy;
+    /// assert_eq!(RetryPolicy::transient().steps, 16);
+    /// ```
+    pub fn transient() -> Self {
+        RetryPolicy {
+            steps: 16,
+            initial: Duration::from_millis(5),
+            factor: 2.0,
+            jitter: 0.1,
+            cap: Duration::from_secs(10),
+        }
+    }
+
     /// A policy with the given number of steps and client-go's other defaults.
     #[must_use]
     pub fn with_steps(mut self, steps: u32) -> Self {

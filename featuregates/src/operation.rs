@@ -21,16 +21,22 @@ pub enum Operation {
     Status,
     /// Any other mutation, expressed as a closure.
     Other,
+    /// Creating or updating a whole child object the reconciler owns
+    /// (`Context::apply_owned`): only server-side apply (`apply`) serves it,
+    /// and a resource's or the global `default` does not cover it — its
+    /// built-in strategy is `apply`.
+    ApplyOwned,
 }
 
 impl Operation {
     /// Every operation, in table order.
-    pub const ALL: [Operation; 5] = [
+    pub const ALL: [Operation; 6] = [
         Operation::AddFinalizer,
         Operation::RemoveFinalizer,
         Operation::Metadata,
         Operation::Status,
         Operation::Other,
+        Operation::ApplyOwned,
     ];
 
     /// The configuration spelling of this operation.
@@ -41,6 +47,7 @@ impl Operation {
             Operation::Metadata => "metadata",
             Operation::Status => "status",
             Operation::Other => "other",
+            Operation::ApplyOwned => "apply-owned",
         }
     }
 
@@ -60,7 +67,7 @@ impl fmt::Display for Operation {
 /// The error returned when a string names no operation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown operation `{0}` (expected one of add-finalizer, remove-finalizer, metadata, status, other)"
+    "unknown operation `{0}` (expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned)"
 )]
 pub struct UnknownOperation(pub String);
 

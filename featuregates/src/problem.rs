@@ -110,7 +110,7 @@ pub enum Problem {
     },
     /// An operation name that is not known.
     #[error(
-        "unknown operation `{name}`, expected one of add-finalizer, remove-finalizer, metadata, status, other ({origin})"
+        "unknown operation `{name}`, expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned ({origin})"
     )]
     UnknownOperation {
         /// The unknown name.
@@ -120,7 +120,8 @@ pub enum Problem {
     },
     /// A strategy chosen for an operation it cannot carry out.
     #[error(
-        "strategy `{strategy}` cannot serve operation `{operation}`: server-side apply cannot express an arbitrary closure ({origin})"
+        "strategy `{strategy}` cannot serve operation `{operation}`: {} ({origin})",
+        unservable_because(.operation)
     )]
     UnservableOperation {
         /// The strategy.
@@ -187,5 +188,15 @@ impl Problem {
             | Problem::InvalidRetry { origin, .. }
             | Problem::InvalidRule { origin, .. } => Some(origin),
         }
+    }
+}
+
+/// Why a strategy cannot serve `operation` (see [`StrategyName::serves`]).
+fn unservable_because(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::ApplyOwned => {
+            "only server-side apply (`apply`) can create or update a whole owned child"
+        }
+        _ => "server-side apply cannot express an arbitrary closure",
     }
 }

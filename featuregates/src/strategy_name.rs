@@ -55,12 +55,16 @@ impl StrategyName {
     /// Whether this strategy can carry out `operation`.
     ///
     /// Server-side apply can only express typed intents, so it cannot serve
-    /// [`Operation::Other`](crate::Operation::Other) (arbitrary closures).
+    /// [`Operation::Other`](crate::Operation::Other) (arbitrary closures);
+    /// creating or updating a whole owned child
+    /// ([`Operation::ApplyOwned`](crate::Operation::ApplyOwned)) is served
+    /// by `apply` alone.
     pub const fn serves(self, operation: crate::Operation) -> bool {
-        !matches!(
-            (self, operation),
-            (StrategyName::Apply, crate::Operation::Other)
-        )
+        match operation {
+            crate::Operation::Other => !matches!(self, StrategyName::Apply),
+            crate::Operation::ApplyOwned => matches!(self, StrategyName::Apply),
+            _ => true,
+        }
     }
 }
 
@@ -102,6 +106,17 @@ mod tests {
     fn parse_rejects_unknown_name() {
         let err = "optimistic".parse::<StrategyName>().unwrap_err();
         assert!(err.to_string().contains("`optimistic`"));
+    }
+
+    #[test]
+    fn only_apply_serves_owned_children() {
+        assert!(StrategyName::Apply.serves(Operation::ApplyOwned));
+        for name in StrategyName::ALL {
+            assert_eq!(
+                name.serves(Operation::ApplyOwned),
+                name == StrategyName::Apply
+            );
+        }
     }
 
     #[test]

@@ -84,11 +84,15 @@ const YAML_CASES: &[(&str, &str)] = &[
     ),
     (
         "strategies:\n  operations:\n    labels: lax\n",
-        "unknown operation `labels`, expected one of add-finalizer, remove-finalizer, metadata, status, other (file `c.yaml` line 3, key `strategies.operations.labels`)",
+        "unknown operation `labels`, expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned (file `c.yaml` line 3, key `strategies.operations.labels`)",
     ),
     (
         "strategies:\n  operations:\n    other: apply\n",
         "strategy `apply` cannot serve operation `other`: server-side apply cannot express an arbitrary closure (file `c.yaml` line 3, key `strategies.operations.other`)",
+    ),
+    (
+        "strategies:\n  resources:\n    configmaps:\n      operations:\n        apply-owned: strict\n",
+        "strategy `strict` cannot serve operation `apply-owned`: only server-side apply (`apply`) can create or update a whole owned child (file `c.yaml` line 5, key `strategies.resources.configmaps.operations.apply-owned`)",
     ),
     (
         "strategies:\n  default: apply\n",

@@ -2,17 +2,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll};
 
+use concord_strategies::retried_by_strategy;
 use futures::future::BoxFuture;
 use http::{Request, Response, StatusCode};
 use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ClientBuilder};
 use kube::{Client, Config};
 use tower::buffer::BufferLayer;
-use tower::retry::RetryLayer;
-use tower::{Layer, Service};
+use tower::retry::{Policy, RetryLayer};
+use tower::{BoxError, Layer, Service};
 
 /// Counts of the answers kube's client retries by itself: `429 Too Many
-/// Requests`, `503 Service Unavailable` and `504 Gateway Timeout`.
+/// Requests`, `503 Service Unavailable` and `504 Gateway Timeout`, to every
+/// request but a write strategy's (which its write metrics count).
 #[derive(Debug, Default)]
 pub struct ClientCounters {
     too_many_requests: AtomicU64,
@@ -45,9 +47,16 @@ impl ClientCounters {
     }
 }
 
-/// Builds a client whose throttling is visible: kube's own retry of
-/// 429/503/504 (which honours `Retry-After`) stays in place, and every such
-/// answer is counted in `counters` on its way to it.
+/// Builds a client whose throttling is visible and retried in one place.
+///
+/// Requests a write strategy sends carry
+/// [`RetriedByStrategy`](concord_strategies::RetriedByStrategy): the
+/// strategy retries their transient failures within its policy and counts
+/// them in the write metrics, so this client neither retries nor counts
+/// them. Every other request (the runtime's lists and watches, reads)
+/// keeps kube's own retry of 429/503/504 (which honours `Retry-After`), and
+/// every such answer is counted in `counters` on its way to it. The whole
+/// layering is described in the strategies crate's `retry.rs`.
 ///
 /// kube puts its retry beneath every layer a caller can add, so a default
 /// client retries a 429 before anything outside it sees one; here the retry
@@ -70,8 +79,43 @@ pub fn throttle_aware_client(
     // own `Client` sits on a buffer for the same reason).
     Ok(builder
         .with_layer(&BufferLayer::new(1024))
-        .with_layer(&RetryLayer::new(RetryPolicy::server_retry()))
+        .with_layer(&RetryLayer::new(
+            UnlessStrategy(RetryPolicy::server_retry()),
+        ))
         .build())
+}
+
+/// kube's retry policy for every request but those a write strategy
+/// retries itself.
+#[derive(Clone)]
+struct UnlessStrategy(RetryPolicy);
+
+impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for UnlessStrategy
+where
+    RetryPolicy: Policy<Request<Body>, Response<Res>, BoxError>,
+{
+    type Future = <RetryPolicy as Policy<Request<Body>, Response<Res>, BoxError>>::Future;
+
+    fn retry(
+        &mut self,
+        request: &mut Request<Body>,
+        result: &mut Result<Response<Res>, BoxError>,
+    ) -> Option<Self::Future> {
+        if retried_by_strategy(request) {
+            return None;
+        }
+        self.0.retry(request, result)
+    }
+
+    fn clone_request(&mut self, request: &Request<Body>) -> Option<Request<Body>> {
+        if retried_by_strategy(request) {
+            return None;
+        }
+        <RetryPolicy as Policy<Request<Body>, Response<Res>, BoxError>>::clone_request(
+            &mut self.0,
+            request,
+        )
+    }
 }
 
 #[derive(Clone)]
@@ -110,11 +154,15 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // A strategy counts its own requests' answers (write metrics).
+        let counted = !retried_by_strategy(&request);
         let response = self.inner.call(request);
         let counters = self.counters.clone();
         Box::pin(async move {
             let response = response.await?;
-            counters.observe(response.status());
+            if counted {
+                counters.observe(response.status());
+            }
             Ok(response)
         })
     }

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use concord_featuregates::{FeatureGates, Operation, StrategyName};
 use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Written};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, Patch, PatchParams};
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -142,12 +141,18 @@ where
 
     /// Creates or updates `child` as owned by `owner` (a controller owner
     /// reference, so deleting the owner garbage-collects the child), with
-    /// server-side apply under this operator's field manager.
+    /// one forced server-side apply under this operator's field manager.
+    ///
+    /// Like every write, it goes through the strategy table: the
+    /// `apply-owned` operation of the child's resource (served by `apply`
+    /// alone, its built-in choice), counted in the write metrics.
     ///
     /// # Errors
     ///
-    /// The API error when the apply is refused.
-    pub async fn apply_owned<C>(&self, owner: &K, mut child: C) -> Result<C, kube::Error>
+    /// See [`concord_strategies::Error`]: `Rejected` when the API server
+    /// refuses the apply, `UnsupportedMutation` if the configuration could
+    /// choose another strategy (the loader refuses that).
+    pub async fn apply_owned<C>(&self, owner: &K, mut child: C) -> Result<C, WriteError>
     where
         C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
@@ -157,22 +162,21 @@ where
                 .retain(|r| r.uid != reference.uid);
             child.owner_references_mut().push(reference);
         }
-        let name = child.name_any();
-        let resource = ApiResource::erase::<C>(&());
-        let api: Api<DynamicObject> = match child.namespace().or_else(|| owner.namespace()) {
-            Some(ns) => Api::namespaced_with(self.client.clone(), &ns, &resource),
-            None => Api::all_with(self.client.clone(), &resource),
-        };
-        let mut body = serde_json::to_value(&child).map_err(kube::Error::SerdeError)?;
-        if let Some(map) = body.as_object_mut() {
-            map.insert("apiVersion".into(), resource.api_version.clone().into());
-            map.insert("kind".into(), resource.kind.clone().into());
+        if child.meta().namespace.is_none() {
+            child.meta_mut().namespace = owner.namespace();
         }
-        let params = PatchParams::apply(self.registry.field_manager()).force();
-        let applied = api.patch(&name, &params, &Patch::Apply(&body)).await?;
-        serde_json::to_value(applied)
-            .and_then(serde_json::from_value)
-            .map_err(kube::Error::SerdeError)
+        let written = self
+            .registry
+            .writer::<C>(&())
+            .write(&child, &Intent::ApplyOwned.into())
+            .await?;
+        written.object.ok_or_else(|| WriteError::NotFound {
+            object: concord_strategies::ObjectKey::new(
+                ApiResource::erase::<C>(&()).plural,
+                child.namespace().as_deref(),
+                child.name_any(),
+            ),
+        })
     }
 
     /// Publishes a Kubernetes Event about `object`. Failures are logged, not

@@ -101,12 +101,17 @@ impl<'a> Permissions<'a> {
     }
 
     /// Children of type `K` are created or updated with server-side apply
-    /// ([`Context::apply_owned`](crate::Context::apply_owned)): `create`
-    /// for the first apply, `patch` for the others.
+    /// ([`Context::apply_owned`](crate::Context::apply_owned)): the verbs
+    /// of the strategy the table chose for `apply-owned` (`apply`: `patch`,
+    /// `get`), plus `create` for the first apply, which creates the child.
     #[must_use]
     pub fn applies<K: Resource<DynamicType = ()>>(self) -> Self {
         let resource = ApiResource::erase::<K>(&());
-        self.verbs(&resource.group, &resource.plural, &["create", "patch"])
+        self.writes::<K>(&[Operation::ApplyOwned]).verbs(
+            &resource.group,
+            &resource.plural,
+            &["create"],
+        )
     }
 
     /// Objects of type `K` are deleted.

@@ -85,10 +85,6 @@ impl WriteRegistry {
         }
     }
 
-    pub(crate) fn field_manager(&self) -> &str {
-        &self.field_manager
-    }
-
     pub(crate) fn writer<K>(&self, dyntype: &K::DynamicType) -> ResourceWriter<K>
     where
         K: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,

@@ -1,5 +1,5 @@
 use async_trait::async_trait;
-use concord_featuregates::{ConflictPolicy, RetryPolicy, StrategyName};
+use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 use serde_json::{Map, Value, json};
 
 use crate::field_manager::manager_for;
@@ -33,10 +33,15 @@ use crate::{Error, Intent, Mutation, Observed, Target, WriteStrategy, Written};
 /// [`StrategyName::serves`]. So is a `null` (a deletion) in a
 /// [`Intent::MergeStatus`] fragment, which an apply configuration cannot
 /// carry: refused before anything is sent, never silently dropped.
-/// A mutation of several intents sends one apply per intent (each is owned
-/// by its own field manager), in order; a rejection part-way leaves the
-/// earlier intents written. The guarded fallback is reported in
-/// [`Outcome::fell_back`](crate::Outcome) and the `fell_back` metric. A status fragment is owned by a manager named
+/// A mutation is all-or-nothing: one apply request carries one field
+/// manager, so a mutation whose intents change the object in more than one
+/// place is sent as one guarded patch instead (a JSON patch that `test`s
+/// every entry it removes or replaces, or the `strict` merge patch with
+/// `resourceVersion` and `uid` where entry tests cannot express the
+/// change) — never one request per intent, so a rejection leaves the object
+/// as it was. Both fallbacks (the guarded removal and the guarded patch)
+/// are reported in [`Outcome::fell_back`](crate::Outcome) and the
+/// `fell_back` metric. A status fragment is owned by a manager named
 /// after the fields it sets: a later fragment setting the same fields but
 /// omitting a nested one releases that nested field.
 /// Conditions are applied as one list entry, which replaces the list on
@@ -115,6 +120,27 @@ async fn run(
             "a status deletion (`null` in a MergeStatus fragment)",
         ));
     }
+    if mutation.operation() == Operation::ApplyOwned {
+        if mutation.intents().len() > 1 {
+            return Err(unsupported("`apply-owned` together with other intents"));
+        }
+        return owned(session, observed).await;
+    }
+    if changes(session, &observed, mutation)? > 1 {
+        // One apply request carries one field manager, and each intent has
+        // its own: several changes go as one guarded patch instead, so that
+        // the mutation lands whole or not at all.
+        session.outcome.fell_back = true;
+        let policy = ConflictPolicy::Retry(*retry);
+        return session
+            .drive(
+                observed,
+                mutation,
+                Request::Guarded,
+                OnConflict::Reread(&policy),
+            )
+            .await;
+    }
     let mut current = observed;
     for intent in mutation.intents() {
         let mut next = current.clone();
@@ -150,6 +176,43 @@ async fn run(
         }
     }
     Ok(Some(current))
+}
+
+/// `apply-owned`: one forced apply of the whole object under the target's
+/// field manager, creating it if absent.
+async fn owned(session: &mut Session<'_>, desired: Value) -> Result<Option<Value>, Error> {
+    let manager = session.target.field_manager.clone();
+    let body = Body::Apply {
+        config: desired,
+        manager,
+    };
+    match session.send(&body).await? {
+        Answer::Stored(stored) => Ok(Some(stored)),
+        Answer::Conflict => Err(Error::Conflict {
+            object: session.key.clone(),
+        }),
+        Answer::NotFound => Err(Error::NotFound {
+            object: session.key.clone(),
+        }),
+        Answer::Invalid(source) => Err(Error::Rejected {
+            object: session.key.clone(),
+            source,
+        }),
+    }
+}
+
+/// How many of `mutation`'s intents change `observed` (applied in order).
+fn changes(session: &Session<'_>, observed: &Value, mutation: &Mutation) -> Result<usize, Error> {
+    let mut current = observed.clone();
+    let mut changed = 0;
+    for intent in mutation.intents() {
+        let before = current.clone();
+        intent
+            .apply_to(&mut current)
+            .map_err(|e| session.convert(e))?;
+        changed += usize::from(current != before);
+    }
+    Ok(changed)
 }
 
 fn has_null(value: &Value) -> bool {

@@ -50,6 +50,11 @@ pub enum Intent {
     /// Insert or replace the entry of `status.conditions` whose `type`
     /// matches. Written to the status subresource.
     SetCondition(Condition),
+    /// Create or update the observed object as a whole: it is the desired
+    /// state of a child the reconciler owns, sent as one forced server-side
+    /// apply under the target's field manager. The `apply-owned` operation;
+    /// only the `apply` strategy serves it, alone in its mutation.
+    ApplyOwned,
     /// An arbitrary change to the object's JSON. Not available to the
     /// `apply` strategy.
     Custom {
@@ -114,6 +119,7 @@ impl Intent {
             | Intent::RemoveAnnotation(_) => Operation::Metadata,
             Intent::MergeStatus(_) | Intent::SetCondition(_) => Operation::Status,
             Intent::Custom { .. } => Operation::Other,
+            Intent::ApplyOwned => Operation::ApplyOwned,
         }
     }
 
@@ -162,6 +168,8 @@ impl Intent {
             }
             Intent::SetCondition(condition) => set_condition(object, condition)?,
             Intent::Custom { closure, .. } => closure(object)?,
+            // The object is its own desired state.
+            Intent::ApplyOwned => {}
         }
         Ok(())
     }
@@ -285,6 +293,7 @@ impl fmt::Debug for Intent {
             Intent::RemoveAnnotation(k) => f.debug_tuple("RemoveAnnotation").field(k).finish(),
             Intent::MergeStatus(v) => f.debug_tuple("MergeStatus").field(v).finish(),
             Intent::SetCondition(c) => f.debug_tuple("SetCondition").field(c).finish(),
+            Intent::ApplyOwned => f.write_str("ApplyOwned"),
             Intent::Custom { status, .. } => f
                 .debug_struct("Custom")
                 .field("status", status)

@@ -38,6 +38,7 @@ mod apply;
 mod before_write;
 mod error;
 mod field_manager;
+mod guarded_patch;
 mod intent;
 mod lax;
 mod lock_table;
@@ -52,6 +53,7 @@ mod observed;
 mod outcome;
 mod request;
 mod retry;
+mod server_version;
 mod session;
 mod strategy;
 mod strict;
@@ -87,6 +89,8 @@ pub use object_key::ObjectKey;
 pub use observed::Observed;
 #[doc(inline)]
 pub use outcome::{Outcome, Verb, Written};
+#[doc(inline)]
+pub use retry::{RetriedByStrategy, retried_by_strategy};
 #[doc(inline)]
 pub use strategy::{WriteStrategy, strategy_for, try_strategy_for};
 #[doc(inline)]

@@ -95,12 +95,14 @@ impl Mutation {
         &self.intents
     }
 
-    /// The operation the strategy table files this mutation under: `other`
-    /// if any closure is involved, else `status`, else finalizer removal,
-    /// else finalizer addition, else `metadata`.
+    /// The operation the strategy table files this mutation under:
+    /// `apply-owned` for a whole owned object, else `other` if any closure
+    /// is involved, else `status`, else finalizer removal, else finalizer
+    /// addition, else `metadata`.
     pub fn operation(&self) -> Operation {
         let ops: Vec<Operation> = self.intents.iter().map(Intent::operation).collect();
         [
+            Operation::ApplyOwned,
             Operation::Other,
             Operation::Status,
             Operation::RemoveFinalizer,

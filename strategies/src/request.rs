@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::guarded_patch::{escape, guarded_patch};
 use crate::merge_patch::{merge_diff, set_metadata};
 use crate::observed::meta;
 use crate::{Error, Intent, ObjectKey};
@@ -36,6 +37,10 @@ pub(crate) enum Request<'a> {
     Put,
     /// `apply`'s fallback: `test` the uid and the entry, then `remove` it.
     GuardedRemoval(&'a Intent),
+    /// `apply`'s one request for a mutation of several intents: a JSON
+    /// patch guarding every entry it changes, or where that cannot express
+    /// the change, the `strict` merge patch (see `guarded_patch.rs`).
+    Guarded,
 }
 
 impl Request<'_> {
@@ -79,13 +84,18 @@ impl Request<'_> {
                 Some(Body::Put(next))
             }
             Request::GuardedRemoval(intent) => guarded_removal(intent, current).map(Body::Json),
+            Request::Guarded if *current == next => None,
+            Request::Guarded => match guarded_patch(current, &next) {
+                Some(ops) => Some(Body::Json(ops)),
+                None => Request::MergeWithVersion.build(key, current, next)?,
+            },
         })
     }
 
     /// Whether a `422` means a guard tripped (retry on a fresh read) rather
     /// than a rejected body.
     pub(crate) fn invalid_means_conflict(self) -> bool {
-        matches!(self, Request::GuardedRemoval(_))
+        matches!(self, Request::GuardedRemoval(_) | Request::Guarded)
     }
 
     /// Whether the request carries the observed uid, so that a `422` may
@@ -129,11 +139,6 @@ pub(crate) fn guarded_removal(intent: &Intent, object: &Value) -> Option<Value> 
     ops.push(json!({"op": "test", "path": path, "value": value}));
     ops.push(json!({"op": "remove", "path": path}));
     Some(Value::Array(ops))
-}
-
-/// RFC 6901 escaping of one JSON-pointer segment.
-fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

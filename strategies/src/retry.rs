@@ -1,9 +1,85 @@
-//! Classifying API answers and waiting between attempts.
+//! How a transient error is retried: the one place that says so.
+//!
+//! A transient answer (`429 Too Many Requests`, `500`, `502`, `503`,
+//! `504`) to a **write** is retried by the strategy's session, within the
+//! target's transient [`RetryPolicy`]
+//! ([`Target::with_transient_retry`](crate::Target::with_transient_retry)),
+//! waiting the policy's backoff raised to the server's `Retry-After`
+//! (header or `Status` details) and never beyond the policy's cap. Each
+//! retry is counted once, in [`Outcome::retries`](crate::Outcome) (and
+//! `throttled` for a `429`) and the write metrics. Every request a session
+//! sends (its writes and its re-reads) carries the [`RetriedByStrategy`]
+//! extension, and a client layer that retries by itself must leave such
+//! requests alone: concord's `throttle_aware_client` does, so that a
+//! throttled write is retried — and counted — in exactly one place.
+//!
+//! Everything else on the same client (the runtime's lists and watches,
+//! `Context` reads, direct `Api` calls) carries no marker and is retried by
+//! kube's client retry layer (`429`/`503`/`504`, honouring `Retry-After`),
+//! counted in the framework's `concord_client_retried_responses_total`.
+//!
+//! A `409 Conflict` is not transient: how it is handled is in
+//! `write_loop.rs`.
+//!
+//! A write through a client whose own retry layer does not know the marker
+//! (kube's default client, `Config::default_retry`) is retried by both
+//! layers; give writers a client built by `throttle_aware_client` or with
+//! `default_retry = false`.
 
 use std::time::Duration;
 
 use concord_featuregates::RetryPolicy;
 use rand::Rng;
+use serde_json::Value;
+
+/// The marker, an [`http::Extensions`] entry, on every request a write
+/// strategy sends: the strategy retries its transient failures and counts
+/// them itself, so a client layer that retries must pass it through
+/// untouched (see the module docs of `retry.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetriedByStrategy;
+
+/// Whether `request` carries [`RetriedByStrategy`]: a retrying client
+/// layer must neither retry nor count it.
+pub fn retried_by_strategy<B>(request: &http::Request<B>) -> bool {
+    request.extensions().get::<RetriedByStrategy>().is_some()
+}
+
+/// Send `request` once, marked [`RetriedByStrategy`]. On an error answer,
+/// also the wait the server asked for in a `Retry-After` header (which
+/// kube's error type does not carry).
+pub(crate) async fn call(
+    client: &kube::Client,
+    mut request: http::Request<Vec<u8>>,
+) -> Result<Value, (kube::Error, Option<Duration>)> {
+    request.extensions_mut().insert(RetriedByStrategy);
+    let response = client
+        .send(request.map(kube::client::Body::from))
+        .await
+        .map_err(|e| (e, None))?;
+    let code = response.status();
+    let retry_after = response
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs);
+    let bytes = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(|e| (e, None))?;
+    if code.is_client_error() || code.is_server_error() {
+        let status = serde_json::from_slice::<kube::core::Status>(&bytes).unwrap_or_else(|_| {
+            let text = String::from_utf8_lossy(&bytes);
+            kube::core::Status::failure(text.trim(), "Failed to parse error data")
+                .with_code(code.as_u16())
+        });
+        return Err((kube::Error::Api(status.boxed()), retry_after));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| (kube::Error::SerdeError(e), None))
+}
 
 /// What an error answer means for the strategy that got it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,18 +1,19 @@
 //! The state of one write and everything about sending its requests: the
-//! wire call, transient retries (`429`, `5xx`: the one place they are
-//! retried and counted), uid checks, gone objects, metrics. How a conflict
-//! is handled is in `write_loop.rs`.
+//! wire call, transient retries (`429`, `5xx`: the one place a write's are
+//! retried and counted; the layering is described in `retry.rs`), uid
+//! checks, gone objects, metrics. How a conflict is handled is in
+//! `write_loop.rs`.
 
 use std::time::Instant;
 
-use concord_featuregates::StrategyName;
+use concord_featuregates::{Operation, StrategyName};
 use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, Resource};
 use serde_json::Value;
 
 use crate::observed::meta;
 use crate::request::Body;
-use crate::retry::{Class, classify, delay};
+use crate::retry::{Class, call, classify, delay};
 use crate::{Error, Mutation, ObjectKey, Outcome, Target, Verb, Written};
 
 /// How the API server answered a write, for the cases the loop handles
@@ -64,6 +65,13 @@ impl<'a> Session<'a> {
         let Some(status) = mutation.is_status() else {
             return Err(Error::MixedSubresources { object: key });
         };
+        if strategy != StrategyName::Apply && mutation.operation() == Operation::ApplyOwned {
+            return Err(Error::UnsupportedMutation {
+                strategy,
+                what: "applying a whole owned object (`apply-owned`)",
+                object: key,
+            });
+        }
         Ok(Session {
             target,
             url: DynamicObject::url_path(&target.resource, namespace.as_deref()),
@@ -118,16 +126,19 @@ impl<'a> Session<'a> {
         let mut transient = 0;
         loop {
             self.outcome.requests[Verb::Get.index()] += 1;
-            let err = match self.target.client.request::<Value>(request.clone()).await {
+            let (err, header) = match call(&self.target.client, request.clone()).await {
                 Ok(fresh) => {
                     self.check_uid(&fresh)?;
                     return Ok(Some(fresh));
                 }
-                Err(err) => err,
+                Err(failed) => failed,
             };
             match classify(&err) {
                 Class::NotFound => return Ok(None),
-                Class::Transient(after) => self.wait_transient(&mut transient, after, err).await?,
+                Class::Transient(after) => {
+                    self.wait_transient(&mut transient, after.max(header), err)
+                        .await?;
+                }
                 Class::Transport => {
                     return Err(Error::Request {
                         object: self.key.clone(),
@@ -167,15 +178,18 @@ impl<'a> Session<'a> {
         let mut transient = 0;
         loop {
             self.outcome.requests[verb.index()] += 1;
-            let err = match self.target.client.request::<Value>(request.clone()).await {
+            let (err, header) = match call(&self.target.client, request.clone()).await {
                 Ok(stored) => return Ok(Answer::Stored(stored)),
-                Err(err) => err,
+                Err(failed) => failed,
             };
             match classify(&err) {
                 Class::Conflict => return Ok(Answer::Conflict),
                 Class::NotFound => return Ok(Answer::NotFound),
                 Class::Invalid => return Ok(Answer::Invalid(Box::new(err))),
-                Class::Transient(after) => self.wait_transient(&mut transient, after, err).await?,
+                Class::Transient(after) => {
+                    self.wait_transient(&mut transient, after.max(header), err)
+                        .await?;
+                }
                 Class::Permanent => {
                     return Err(Error::Rejected {
                         object: self.key.clone(),

@@ -47,7 +47,7 @@ impl Target {
             resource,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             metrics: None,
-            transient: RetryPolicy::default(),
+            transient: RetryPolicy::transient(),
             #[cfg(feature = "testing")]
             before_write: None,
         }
@@ -70,7 +70,7 @@ impl Target {
 
     /// Retry `429` and `5xx` answers within `policy` (the server's
     /// Retry-After is honoured up to the policy's cap). Defaults to
-    /// client-go's `DefaultRetry`.
+    /// [`RetryPolicy::transient`]; the layering is in `retry.rs`.
     #[must_use]
     pub fn with_transient_retry(mut self, policy: RetryPolicy) -> Self {
         self.transient = policy;

@@ -8,6 +8,7 @@ use kube::core::{ApiResource, DynamicObject, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use crate::server_version::TypedBuiltinsComplete;
 use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written};
 
 /// Typed writes for objects of `K`, through one strategy.
@@ -36,6 +37,7 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written
 pub struct Writer<K> {
     strategy: Arc<dyn WriteStrategy>,
     target: Target,
+    builtins_complete: TypedBuiltinsComplete,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -68,6 +70,7 @@ where
         Writer {
             strategy,
             target,
+            builtins_complete: TypedBuiltinsComplete::default(),
             _kind: PhantomData,
         }
     }
@@ -94,15 +97,14 @@ where
     /// The object is converted to JSON once on the way in and back once on
     /// the way out. A custom resource's Rust type may lack fields the server
     /// stores, so it is handed over as [`Observed::typed`] (and `update`
-    /// reads the object before its `PUT`); a [`DynamicObject`], or a type of
-    /// Kubernetes' own API groups as `k8s-openapi` generates them, as
-    /// [`Observed::complete`].
-    ///
-    /// # Caveats
-    ///
-    /// A built-in type from a `k8s-openapi` older than the API server lacks
-    /// the server's newer fields; `update` would drop them. Write such
-    /// objects as [`DynamicObject`]s, or keep `k8s-openapi` current.
+    /// reads the object before its `PUT`); a [`DynamicObject`] as
+    /// [`Observed::complete`]. A type of Kubernetes' own API groups as
+    /// `k8s-openapi` generates them is complete only if the API server is
+    /// not newer than the Kubernetes version those types describe: for a
+    /// strategy that sends the whole object (`update`), the writer learns
+    /// the server's version once (`GET /version`), and on a newer server,
+    /// or when the version cannot be learnt, hands the object over as typed
+    /// so that `update` reads it raw first and drops no field.
     ///
     /// # Errors
     ///
@@ -111,7 +113,9 @@ where
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, observed)?;
         let complete = TypeId::of::<K>() == TypeId::of::<DynamicObject>()
-            || is_kubernetes_group(&self.target.resource.group);
+            || (is_kubernetes_group(&self.target.resource.group)
+                && (!self.strategy.verbs().contains(&"update")
+                    || self.builtins_complete.get(&self.target.client).await));
         let observed = if complete {
             Observed::complete(json)
         } else {
@@ -169,6 +173,7 @@ impl<K> Clone for Writer<K> {
         Writer {
             strategy: self.strategy.clone(),
             target: self.target.clone(),
+            builtins_complete: self.builtins_complete.clone(),
             _kind: PhantomData,
         }
     }
@@ -180,5 +185,87 @@ impl<K> Debug for Writer<K> {
             .field("strategy", &self.strategy)
             .field("target", &self.target)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{config_map, target};
+    use crate::{ConflictPolicy, Intent, StrategyName, strategy_for};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    fn version(minor: &str) -> (u16, Value) {
+        let info = json!({
+            "major": "1", "minor": minor, "gitVersion": format!("v1.{minor}.0"),
+            "gitCommit": "", "gitTreeState": "", "buildDate": "", "goVersion": "",
+            "compiler": "", "platform": "",
+        });
+        (200, info)
+    }
+
+    /// `update` of a typed built-in: the requests it sends, given the
+    /// server's minor version, writing twice through one writer.
+    async fn update_requests(minor: &str) -> Vec<String> {
+        // The server's copy (with a field the typed ConfigMap lacks), then
+        // the stored answer to the PUT; repeated for the second write.
+        let mut raw = config_map("8", json!({}));
+        raw["newerField"] = json!("kept");
+        let stored = (200, config_map("9", json!({"a": "b"})));
+        let answers = if minor == "37" {
+            vec![version(minor), stored]
+        } else {
+            vec![
+                version(minor),
+                (200, raw.clone()),
+                stored.clone(),
+                (200, raw),
+                stored,
+            ]
+        };
+        let (target, seen) = target(answers);
+        let writer = Writer::<ConfigMap>::from_target(
+            target,
+            strategy_for(StrategyName::Update, ConflictPolicy::default()),
+        );
+        let observed: ConfigMap = serde_json::from_value(config_map("7", json!({}))).unwrap();
+        for _ in 0..2 {
+            writer
+                .write(&observed, &Intent::set_label("a", "b").into())
+                .await
+                .unwrap();
+        }
+        seen.lock().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_server_not_newer_than_k8s_openapi_puts_the_typed_object() {
+        let path = "/api/v1/namespaces/ns/configmaps/cm";
+        assert_eq!(
+            update_requests("37").await,
+            [
+                "GET /version".to_owned(),
+                format!("PUT {path}"),
+                format!("PUT {path}")
+            ],
+            "the version is learnt once; no read before the PUT"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_newer_server_reads_the_object_raw_before_the_put() {
+        let path = "/api/v1/namespaces/ns/configmaps/cm";
+        assert_eq!(
+            update_requests("38").await,
+            [
+                "GET /version".to_owned(),
+                format!("GET {path}"),
+                format!("PUT {path}"),
+                format!("GET {path}"),
+                format!("PUT {path}"),
+            ],
+            "fields the compiled type lacks would be dropped by a PUT of it"
+        );
     }
 }

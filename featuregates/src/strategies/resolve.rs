@@ -8,6 +8,8 @@ use crate::{FeatureGates, Operation, Origin, Problem, STRICT_WRITES_BY_DEFAULT, 
 /// resource's default, then the global rule for the operation, then the
 /// global default, then the built-in default. A gated rule whose branch for
 /// the gate's value is missing passes the decision down the same chain.
+/// `apply-owned` is decided by `apply-owned` rules alone (no `default`
+/// covers it: only `apply` serves it), else the built-in `apply`.
 pub(crate) fn resolve(
     rules: &Rules,
     gates: &FeatureGates,
@@ -65,7 +67,11 @@ fn row(
     gates: &FeatureGates,
     problems: &mut Vec<Problem>,
 ) -> TableRow {
-    let cells = Operation::ALL.map(|operation| cell(levels, operation, builtin, gates));
+    let owned = owned_builtin();
+    let cells = Operation::ALL.map(|operation| match operation {
+        Operation::ApplyOwned => cell(levels, operation, false, &owned, gates),
+        _ => cell(levels, operation, true, builtin, gates),
+    });
     for (operation, (choice, reason)) in Operation::ALL.into_iter().zip(&cells) {
         if !choice.strategy.serves(operation) {
             let problem = Problem::UnservableOperation {
@@ -87,15 +93,31 @@ fn row(
     }
 }
 
+/// `apply`: the only strategy that can create or update a whole child.
+fn owned_builtin() -> (StrategyChoice, Reason) {
+    (
+        StrategyChoice::of(StrategyName::Apply),
+        Reason {
+            rule: "built-in default".to_owned(),
+            origin: Origin::Default,
+            gate: None,
+        },
+    )
+}
+
 fn cell(
     levels: &[&Level],
     operation: Operation,
+    defaults: bool,
     builtin: &(StrategyChoice, Reason),
     gates: &FeatureGates,
 ) -> (StrategyChoice, Reason) {
-    let candidates = levels
-        .iter()
-        .flat_map(|level| [&level.operations[operation.index()], &level.default]);
+    let candidates = levels.iter().flat_map(|level| {
+        [
+            &level.operations[operation.index()],
+            if defaults { &level.default } else { &None },
+        ]
+    });
     for rule in candidates.flatten() {
         if let Some(decision) = decide(rule, gates) {
             return decision;
