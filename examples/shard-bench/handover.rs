@@ -1,0 +1,536 @@
+//! The handover benchmark: replicas of one `--shards=hash` manager in this
+//! process, clean leaves and crashes, and the time until every moved key
+//! has been reconciled by its new owner, phase by phase.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use concord::{
+    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardHandle,
+    ShardingMode, ShutdownHandle, WriteError,
+};
+use concord_testenv::TestEnv;
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::ResourceExt;
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use crate::stats::{header, row};
+
+/// The manager name; its membership Leases are `shard-bench-shard-<member>`.
+const MANAGER: &str = "shard-bench";
+
+/// Sizes and timings of the handover benchmark.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Replicas running at once.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// ConfigMaps divided among them.
+    #[arg(long, default_value_t = 600)]
+    objects: usize,
+    /// Clean leaves, and as many crashes (alternating; each followed by a
+    /// replacement joining).
+    #[arg(long, default_value_t = 5)]
+    events: usize,
+    /// Lease duration, seconds.
+    #[arg(long, default_value_t = 3)]
+    lease_duration: u64,
+    /// Renew deadline, milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    renew_deadline_ms: u64,
+    /// Retry period, milliseconds.
+    #[arg(long, default_value_t = 500)]
+    retry_period_ms: u64,
+    /// How long each reconcile holds its object, milliseconds.
+    #[arg(long, default_value_t = 20)]
+    hold_ms: u64,
+}
+
+/// One reconcile that ended (or was dropped): which replica, when.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    replica: usize,
+    start: Instant,
+    end: Instant,
+}
+
+type Log = Arc<Mutex<HashMap<String, Vec<Span>>>>;
+
+struct Recorder {
+    replica: usize,
+    log: Log,
+    hold: Duration,
+}
+
+/// Records its span when dropped: at the end of the reconcile, or when the
+/// replica's task is aborted mid-reconcile.
+struct Open {
+    replica: usize,
+    key: String,
+    start: Instant,
+    log: Log,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let span = Span {
+            replica: self.replica,
+            start: self.start,
+            end: Instant::now(),
+        };
+        let key = std::mem::take(&mut self.key);
+        self.log.lock().unwrap().entry(key).or_default().push(span);
+    }
+}
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Recorder {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        let _open = Open {
+            replica: self.replica,
+            key: format!("{}/{}", cm.namespace().unwrap_or_default(), cm.name_any()),
+            start: Instant::now(),
+            log: self.log.clone(),
+        };
+        tokio::time::sleep(self.hold).await;
+        Ok(Action::await_change())
+    }
+}
+
+struct Replica {
+    index: usize,
+    shard: ShardHandle,
+    run: JoinHandle<Result<(), concord::Error>>,
+    stop: ShutdownHandle,
+}
+
+struct Setup {
+    config: kube::Config,
+    namespace: String,
+    timings: LeaderElectionConfig,
+    hold: Duration,
+    log: Log,
+}
+
+impl Setup {
+    async fn replica(&self, index: usize) -> Result<Replica> {
+        let args = ManagerArgs::new().with_shards(ShardingMode::Hash, &self.namespace);
+        // A connection pool of its own per replica (and one for its
+        // membership), as separate processes would have.
+        let mut manager = Manager::builder(MANAGER)
+            .with_kube_config(self.config.clone())
+            .with_args(args)
+            .with_leader_election_config(self.timings)
+            .with_signal_handling(false)
+            .build()
+            .await?;
+        let api: Api<ConfigMap> = Api::namespaced(manager.client().clone(), &self.namespace);
+        let recorder = Recorder {
+            replica: index,
+            log: self.log.clone(),
+            hold: self.hold,
+        };
+        manager.add_controller("configmaps", api, recorder, |c| c);
+        let shard = manager.sharding().context("the manager is sharded")?;
+        let stop = manager.shutdown_handle();
+        let run = tokio::spawn(manager.run());
+        Ok(Replica {
+            index,
+            shard,
+            run,
+            stop,
+        })
+    }
+
+    /// Whether the ring of `live` is settled and every key's latest
+    /// reconcile ran on its owner (so keys moved to a newcomer were
+    /// reconciled by it).
+    fn settled(&self, live: &[Replica], keys: &[String]) -> bool {
+        let ring = live
+            .iter()
+            .all(|r| r.shard.settled() && r.shard.members().len() == live.len());
+        if !ring {
+            return false;
+        }
+        let log = self.log.lock().unwrap();
+        keys.iter().all(|key| {
+            let name = key.rsplit('/').next().unwrap_or_default();
+            let owners: Vec<usize> = live
+                .iter()
+                .filter(|r| r.shard.owns(&self.namespace, name))
+                .map(|r| r.index)
+                .collect();
+            let latest = log
+                .get(key)
+                .and_then(|spans| spans.iter().max_by_key(|s| s.start));
+            owners.len() == 1 && latest.is_some_and(|s| s.replica == owners[0])
+        })
+    }
+
+    async fn wait_settled(&self, live: &[Replica], keys: &[String]) -> Result<()> {
+        let start = Instant::now();
+        while !self.settled(live, keys) {
+            alive(live)?;
+            if start.elapsed() > Duration::from_secs(120) {
+                let status: Vec<String> = live
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "replica {} ({}): members {:?}, settled {}, owns {}, caches {}",
+                            r.index,
+                            r.shard.member(),
+                            r.shard.members(),
+                            r.shard.settled(),
+                            r.shard.keys_owned(),
+                            r.shard.keys_cached()
+                        )
+                    })
+                    .collect();
+                bail!(
+                    "the ring of {} replicas did not settle in 120 s, or not every key was reconciled by its owner:\n{}",
+                    live.len(),
+                    status.join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+}
+
+/// Fails if a replica stopped on its own: it lost its membership (a
+/// renewal did not succeed within the renew deadline: an overloaded
+/// machine, or timings too tight for it).
+fn alive(live: &[Replica]) -> Result<()> {
+    if let Some(r) = live.iter().find(|r| r.run.is_finished()) {
+        bail!(
+            "replica {} ({}) stopped on its own: it could not renew its membership Lease within the renew deadline (set RUST_LOG=concord=info to see why; longer timings help on a loaded machine)",
+            r.index,
+            r.shard.member()
+        );
+    }
+    Ok(())
+}
+
+/// What one clean leave or crash took, each phase measured from the event.
+#[derive(Debug, Default)]
+struct Sample {
+    moved: usize,
+    /// Crash: how old the crashed replica's last renewal was at the crash.
+    renewal_age: Option<Duration>,
+    /// Clean leave: the leaver drained and deleted its Lease (`run` returned).
+    gone: Option<Duration>,
+    /// The last survivor dropped the departed member from its view.
+    dropped: Duration,
+    /// The last survivor acknowledged the view without it.
+    acked: Duration,
+    /// The first moved key started on its new owner.
+    first_start: Duration,
+    /// Every moved key had finished a reconcile on its new owner.
+    all_done: Duration,
+}
+
+async fn create_config_maps(api: &Api<ConfigMap>, n: usize) -> Result<Vec<String>> {
+    let names: Vec<String> = (0..n).map(|i| format!("cm-{i}")).collect();
+    let results: Vec<Result<()>> = futures::stream::iter(names.clone())
+        .map(|name| {
+            let api = api.clone();
+            async move {
+                let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+                api.create(&PostParams::default(), &cm).await?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(names)
+}
+
+/// How long before `wall` the Lease was last renewed.
+fn renewal_age(lease: &Lease, wall: SystemTime) -> Option<Duration> {
+    let renewed = lease.spec.as_ref()?.renew_time.as_ref()?.0.as_nanosecond();
+    let now = i128::try_from(wall.duration_since(UNIX_EPOCH).ok()?.as_nanos()).ok()?;
+    u64::try_from(now - renewed).ok().map(Duration::from_nanos)
+}
+
+/// Takes `victim` out (shutdown, or abort for a crash) and measures until
+/// every key it owned has been reconciled by its new owner.
+async fn event(
+    setup: &Setup,
+    leases: &Api<Lease>,
+    victim: Replica,
+    crash: bool,
+    live: &[Replica],
+    keys: &[String],
+) -> Result<Sample> {
+    let member = victim.shard.member().to_owned();
+    let moved: Vec<String> = keys
+        .iter()
+        .filter(|k| {
+            let name = k.rsplit('/').next().unwrap_or_default();
+            victim.shard.owns(&setup.namespace, name)
+        })
+        .cloned()
+        .collect();
+    ensure!(!moved.is_empty(), "replica {} owns no key", victim.index);
+    let versions: Vec<u64> = live.iter().map(|r| r.shard.ring_version()).collect();
+    let mut sample = Sample {
+        moved: moved.len(),
+        ..Sample::default()
+    };
+    let at = Instant::now();
+    let wall = SystemTime::now();
+    let mut leaving = None;
+    if crash {
+        victim.run.abort();
+        // A renewal in flight at the abort may still land: read after it would have.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let lease = leases.get(&format!("{MANAGER}-shard-{member}")).await?;
+        sample.renewal_age = renewal_age(&lease, wall);
+    } else {
+        victim.stop.shutdown();
+        leaving = Some(victim.run);
+    }
+    let mut dropped = vec![None; live.len()];
+    let mut acked = vec![None; live.len()];
+    loop {
+        let now = Instant::now();
+        alive(live)?;
+        if now - at > Duration::from_secs(60) {
+            bail!("the keys of a departed replica were not reconciled within 60 s");
+        }
+        if sample.gone.is_none() && leaving.as_ref().is_some_and(JoinHandle::is_finished) {
+            sample.gone = Some(now - at);
+            leaving.take().context("checked above")?.await??;
+        }
+        for (i, r) in live.iter().enumerate() {
+            if dropped[i].is_none() && !r.shard.members().contains(&member) {
+                dropped[i] = Some(now - at);
+            }
+            if acked[i].is_none() && r.shard.ring_version() > versions[i] {
+                acked[i] = Some(now - at);
+            }
+        }
+        // For each moved key: its first reconcile by another replica since the event.
+        let firsts: Vec<Option<Span>> = {
+            let log = setup.log.lock().unwrap();
+            moved
+                .iter()
+                .map(|k| {
+                    log.get(k)?
+                        .iter()
+                        .filter(|s| s.replica != victim.index && s.start >= at)
+                        .min_by_key(|s| s.start)
+                        .copied()
+                })
+                .collect()
+        };
+        if firsts.iter().all(Option::is_some) && dropped.iter().all(Option::is_some) {
+            let spans: Vec<Span> = firsts.into_iter().flatten().collect();
+            sample.first_start = spans.iter().map(|s| s.start - at).min().unwrap_or_default();
+            sample.all_done = spans.iter().map(|s| s.end - at).max().unwrap_or_default();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if let Some(run) = leaving {
+        run.await??;
+        sample.gone = Some(at.elapsed());
+    }
+    sample.dropped = dropped.into_iter().flatten().max().unwrap_or_default();
+    // A survivor may acknowledge after the last key is done; wait briefly for it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while acked.iter().any(Option::is_none) && Instant::now() < deadline {
+        for (i, r) in live.iter().enumerate() {
+            if acked[i].is_none() && r.shard.ring_version() > versions[i] {
+                acked[i] = Some(at.elapsed());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    sample.acked = acked.into_iter().flatten().max().unwrap_or_default();
+    Ok(sample)
+}
+
+/// Pairs of reconciles of one key on two replicas that overlapped.
+fn overlaps(log: &Log) -> usize {
+    let log = log.lock().unwrap();
+    let mut found = 0;
+    for spans in log.values() {
+        let mut spans = spans.clone();
+        spans.sort_by_key(|s| s.start);
+        let mut latest: Option<Span> = None;
+        for span in spans {
+            if let Some(prev) = latest {
+                if span.start < prev.end && span.replica != prev.replica {
+                    found += 1;
+                }
+                if span.end > prev.end {
+                    latest = Some(span);
+                }
+            } else {
+                latest = Some(span);
+            }
+        }
+    }
+    found
+}
+
+/// Runs the benchmark and prints its tables.
+pub async fn run(args: Args) -> Result<()> {
+    ensure!(args.replicas >= 2, "--replicas must be at least 2");
+    let mut timings = LeaderElectionConfig::default();
+    timings.lease_duration = Duration::from_secs(args.lease_duration);
+    timings.renew_deadline = Duration::from_millis(args.renew_deadline_ms);
+    timings.retry_period = Duration::from_millis(args.retry_period_ms);
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let names = create_config_maps(&api, args.objects).await?;
+    let keys: Vec<String> = names.iter().map(|n| format!("{}/{n}", ns.name())).collect();
+    let setup = Setup {
+        config: env.config().clone(),
+        namespace: ns.name().to_owned(),
+        timings,
+        hold: Duration::from_millis(args.hold_ms),
+        log: Log::default(),
+    };
+    let leases: Api<Lease> = Api::namespaced(ns.client(), ns.name());
+    let mut next = 0;
+    let mut live = Vec::new();
+    for _ in 0..args.replicas {
+        live.push(setup.replica(next).await?);
+        next += 1;
+    }
+    setup.wait_settled(&live, &keys).await?;
+    println!(
+        "{} replicas settled on {} objects (lease {:?}, renew deadline {:?}, retry period {:?}, reconcile {} ms)",
+        args.replicas,
+        args.objects,
+        timings.lease_duration,
+        timings.renew_deadline,
+        timings.retry_period,
+        args.hold_ms
+    );
+    let (mut leaves, mut crashes, mut joins) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..2 * args.events {
+        let crash = round % 2 == 1;
+        let victim = live.remove(round % live.len());
+        let sample = event(&setup, &leases, victim, crash, &live, &keys).await?;
+        println!(
+            "{:<11} {} keys moved: every one reconciled by its new owner after {:.2} s {sample:?}",
+            if crash { "crash" } else { "clean leave" },
+            sample.moved,
+            sample.all_done.as_secs_f64()
+        );
+        if crash {
+            crashes.push(sample);
+        } else {
+            leaves.push(sample);
+        }
+        let joined = Instant::now();
+        live.push(setup.replica(next).await?);
+        next += 1;
+        setup.wait_settled(&live, &keys).await?;
+        joins.push(joined.elapsed());
+    }
+    let overlapping = overlaps(&setup.log);
+    for replica in &live {
+        replica.stop.shutdown();
+    }
+    for replica in live {
+        replica.run.await??;
+    }
+    ensure!(
+        overlapping == 0,
+        "{overlapping} reconciles overlapped on two replicas: the figures are void"
+    );
+    report(&args, timings, &leaves, &crashes, &joins);
+    let namespaces: Api<Namespace> = Api::all(ns.client());
+    namespaces.delete(ns.name(), &DeleteParams::default()).await?;
+    Ok(())
+}
+
+fn report(
+    args: &Args,
+    timings: LeaderElectionConfig,
+    leaves: &[Sample],
+    crashes: &[Sample],
+    joins: &[Duration],
+) {
+    let pick = |samples: &[Sample], f: fn(&Sample) -> Option<Duration>| -> Vec<Duration> {
+        samples.iter().filter_map(f).collect()
+    };
+    let met = |samples: &[Sample], target: Duration| {
+        let n = samples.iter().filter(|s| s.all_done <= target).count();
+        format!("target ≤ {:.2} s: {n} of {} within", target.as_secs_f64(), samples.len())
+    };
+    let leave_target = Duration::from_secs(2);
+    let crash_target = timings.lease_duration + Duration::from_secs(2);
+    println!();
+    println!(
+        "{}",
+        header(&format!(
+            "clean leave ({} events, {} replicas, {} objects)",
+            leaves.len(),
+            args.replicas,
+            args.objects
+        ))
+    );
+    for (label, values, note) in [
+        ("leaver drained, deleted its Lease", pick(leaves, |s| s.gone), String::new()),
+        ("last survivor dropped it from its view", pick(leaves, |s| Some(s.dropped)), String::new()),
+        ("last survivor acknowledged the new view", pick(leaves, |s| Some(s.acked)), String::new()),
+        ("first moved key started by its new owner", pick(leaves, |s| Some(s.first_start)), String::new()),
+        ("every moved key reconciled by its new owner", pick(leaves, |s| Some(s.all_done)), met(leaves, leave_target)),
+    ] {
+        println!("{}", row(label, &values, &note));
+    }
+    println!();
+    println!(
+        "{}",
+        header(&format!(
+            "crash ({} events; lease duration {:?}: expiry is due lease duration − renewal age after the crash)",
+            crashes.len(),
+            timings.lease_duration
+        ))
+    );
+    let lag = |s: &Sample| {
+        let due = timings.lease_duration.checked_sub(s.renewal_age?)?;
+        s.dropped.checked_sub(due)
+    };
+    for (label, values, note) in [
+        ("age of its last renewal at the crash", pick(crashes, |s| s.renewal_age), String::new()),
+        ("last survivor dropped it from its view", pick(crashes, |s| Some(s.dropped)), String::new()),
+        ("  of which after the expiry was due", crashes.iter().filter_map(lag).collect(), String::new()),
+        ("last survivor acknowledged the new view", pick(crashes, |s| Some(s.acked)), String::new()),
+        ("first moved key started by its new owner", pick(crashes, |s| Some(s.first_start)), String::new()),
+        ("every moved key reconciled by its new owner", pick(crashes, |s| Some(s.all_done)), met(crashes, crash_target)),
+    ] {
+        println!("{}", row(label, &values, &note));
+    }
+    println!();
+    println!("{}", header(&format!("join ({} replacements)", joins.len())));
+    println!(
+        "{}",
+        row(
+            "ring settled, newcomer reconciled its keys",
+            joins,
+            "includes the newcomer's start and first LIST"
+        )
+    );
+}
