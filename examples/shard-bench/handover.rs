@@ -15,8 +15,8 @@ use concord_testenv::TestEnv;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DeleteParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -329,11 +329,25 @@ async fn event(
                     .get(*k)
                     .into_iter()
                     .flatten()
-                    .map(|s| format!("replica {} at {:?}", s.replica, s.start.checked_duration_since(at)))
+                    .map(|s| {
+                        format!(
+                            "replica {} at {:?}",
+                            s.replica,
+                            s.start.checked_duration_since(at)
+                        )
+                    })
                     .collect();
                 let owners: Vec<String> = live
                     .iter()
-                    .map(|r| format!("replica {} owns {} settled {} members {}", r.index, r.shard.owns(&setup.namespace, name), r.shard.settled(), r.shard.members().len()))
+                    .map(|r| {
+                        format!(
+                            "replica {} owns {} settled {} members {}",
+                            r.index,
+                            r.shard.owns(&setup.namespace, name),
+                            r.shard.settled(),
+                            r.shard.members().len()
+                        )
+                    })
                     .collect();
                 format!("{k}: spans {spans:?}; {owners:?}")
             });
@@ -491,7 +505,9 @@ pub async fn run(args: Args) -> Result<()> {
     );
     report(&args, timings, &leaves, &crashes, &joins);
     let namespaces: Api<Namespace> = Api::all(ns.client());
-    namespaces.delete(ns.name(), &DeleteParams::default()).await?;
+    namespaces
+        .delete(ns.name(), &DeleteParams::default())
+        .await?;
     Ok(())
 }
 
@@ -507,7 +523,11 @@ fn report(
     };
     let met = |samples: &[Sample], target: Duration| {
         let n = samples.iter().filter(|s| s.all_done <= target).count();
-        format!("target ≤ {:.2} s: {n} of {} within", target.as_secs_f64(), samples.len())
+        format!(
+            "target ≤ {:.2} s: {n} of {} within",
+            target.as_secs_f64(),
+            samples.len()
+        )
     };
     let leave_target = Duration::from_secs(2);
     let crash_target = timings.lease_duration + Duration::from_secs(2);
@@ -522,11 +542,31 @@ fn report(
         ))
     );
     for (label, values, note) in [
-        ("leaver drained, deleted its Lease", pick(leaves, |s| s.gone), String::new()),
-        ("last survivor dropped it from its view", pick(leaves, |s| Some(s.dropped)), String::new()),
-        ("last survivor acknowledged the new view", pick(leaves, |s| Some(s.acked)), String::new()),
-        ("first moved key started by its new owner", pick(leaves, |s| Some(s.first_start)), String::new()),
-        ("every moved key reconciled by its new owner", pick(leaves, |s| Some(s.all_done)), met(leaves, leave_target)),
+        (
+            "leaver drained, deleted its Lease",
+            pick(leaves, |s| s.gone),
+            String::new(),
+        ),
+        (
+            "last survivor dropped it from its view",
+            pick(leaves, |s| Some(s.dropped)),
+            String::new(),
+        ),
+        (
+            "last survivor acknowledged the new view",
+            pick(leaves, |s| Some(s.acked)),
+            String::new(),
+        ),
+        (
+            "first moved key started by its new owner",
+            pick(leaves, |s| Some(s.first_start)),
+            String::new(),
+        ),
+        (
+            "every moved key reconciled by its new owner",
+            pick(leaves, |s| Some(s.all_done)),
+            met(leaves, leave_target),
+        ),
     ] {
         println!("{}", row(label, &values, &note));
     }
@@ -544,17 +584,44 @@ fn report(
         s.dropped.checked_sub(due)
     };
     for (label, values, note) in [
-        ("age of its last renewal at the crash", pick(crashes, |s| s.renewal_age), String::new()),
-        ("last survivor dropped it from its view", pick(crashes, |s| Some(s.dropped)), String::new()),
-        ("  of which after the expiry was due", crashes.iter().filter_map(lag).collect(), String::new()),
-        ("last survivor acknowledged the new view", pick(crashes, |s| Some(s.acked)), String::new()),
-        ("first moved key started by its new owner", pick(crashes, |s| Some(s.first_start)), String::new()),
-        ("every moved key reconciled by its new owner", pick(crashes, |s| Some(s.all_done)), met(crashes, crash_target)),
+        (
+            "age of its last renewal at the crash",
+            pick(crashes, |s| s.renewal_age),
+            String::new(),
+        ),
+        (
+            "last survivor dropped it from its view",
+            pick(crashes, |s| Some(s.dropped)),
+            String::new(),
+        ),
+        (
+            "  of which after the expiry was due",
+            crashes.iter().filter_map(lag).collect(),
+            String::new(),
+        ),
+        (
+            "last survivor acknowledged the new view",
+            pick(crashes, |s| Some(s.acked)),
+            String::new(),
+        ),
+        (
+            "first moved key started by its new owner",
+            pick(crashes, |s| Some(s.first_start)),
+            String::new(),
+        ),
+        (
+            "every moved key reconciled by its new owner",
+            pick(crashes, |s| Some(s.all_done)),
+            met(crashes, crash_target),
+        ),
     ] {
         println!("{}", row(label, &values, &note));
     }
     println!();
-    println!("{}", header(&format!("join ({} replacements)", joins.len())));
+    println!(
+        "{}",
+        header(&format!("join ({} replacements)", joins.len()))
+    );
     println!(
         "{}",
         row(

@@ -133,7 +133,10 @@ async fn create_pods(api: &Api<Pod>, n: usize, pad: usize) -> Result<()> {
         .collect()
         .await;
     results.into_iter().collect::<Result<Vec<()>>>()?;
-    println!("created {n} Pods in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "created {n} Pods in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -174,7 +177,8 @@ pub async fn run(args: Args) -> Result<()> {
     let n = args.replicas;
     // Each caches exactly the objects it owns, together all of them.
     wait_for(&procs, |p| {
-        p.iter().all(|(cached, owned, settled)| *settled && *cached == *owned)
+        p.iter()
+            .all(|(cached, owned, settled)| *settled && *cached == *owned)
             && p.iter().map(|(cached, ..)| cached).sum::<u64>() == pods
     })
     .await?;
@@ -194,8 +198,18 @@ pub async fn run(args: Args) -> Result<()> {
         let (rss, hwm) = proc.memory()?;
         let (cached, ..) = proc.progress().context("a status line")?;
         let pid = proc.child.id();
-        let mode = if Some(pid) == sharder { "label (sharder)" } else { "label" };
-        usage.push(Usage { mode, pid, cached, rss, hwm });
+        let mode = if Some(pid) == sharder {
+            "label (sharder)"
+        } else {
+            "label"
+        };
+        usage.push(Usage {
+            mode,
+            pid,
+            cached,
+            rss,
+            hwm,
+        });
     }
     for proc in procs {
         proc.stop()?;
@@ -246,6 +260,8 @@ pub async fn run(args: Args) -> Result<()> {
         usage.len()
     );
     let namespaces: Api<Namespace> = Api::all(ns.client());
-    namespaces.delete(ns.name(), &DeleteParams::default()).await?;
+    namespaces
+        .delete(ns.name(), &DeleteParams::default())
+        .await?;
     Ok(())
 }

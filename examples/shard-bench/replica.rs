@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use concord::{Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, WriteError};
+use concord::{
+    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, WriteError,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::Api;

@@ -42,7 +42,11 @@ mod tests {
 
     #[test]
     fn nearest_rank_percentiles() {
-        let ms = |v: &[u64]| v.iter().map(|m| Duration::from_millis(*m)).collect::<Vec<_>>();
+        let ms = |v: &[u64]| {
+            v.iter()
+                .map(|m| Duration::from_millis(*m))
+                .collect::<Vec<_>>()
+        };
         let values = ms(&[5, 1, 4, 2, 3]);
         assert_eq!(percentile(&values, 50.0), Some(Duration::from_millis(3)));
         assert_eq!(percentile(&values, 90.0), Some(Duration::from_millis(5)));
