@@ -2,28 +2,21 @@
 //! process, clean leaves and crashes, and the time until every moved key
 //! has been reconciled by its new owner, phase by phase.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardHandle,
-    ShardingMode, ShutdownHandle, WriteError,
-};
+use concord::LeaderElectionConfig;
 use concord_testenv::TestEnv;
-use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, PostParams};
-use serde_json::json;
+use kube::api::{Api, DeleteParams};
 use tokio::task::JoinHandle;
 
+use crate::fleet::{Log, Replica, Setup, Span, alive, create_config_maps, overlaps};
 use crate::stats::{header, row};
 
 /// The manager name; its membership Leases are `shard-bench-shard-<member>`.
-const MANAGER: &str = "shard-bench";
+pub const MANAGER: &str = "shard-bench";
 
 /// Sizes and timings of the handover benchmark.
 #[derive(clap::Args)]
@@ -53,178 +46,6 @@ pub struct Args {
     hold_ms: u64,
 }
 
-/// One reconcile that ended (or was dropped): which replica, when.
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    replica: usize,
-    start: Instant,
-    end: Instant,
-}
-
-type Log = Arc<Mutex<HashMap<String, Vec<Span>>>>;
-
-struct Recorder {
-    replica: usize,
-    log: Log,
-    hold: Duration,
-}
-
-/// Records its span when dropped: at the end of the reconcile, or when the
-/// replica's task is aborted mid-reconcile.
-struct Open {
-    replica: usize,
-    key: String,
-    start: Instant,
-    log: Log,
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        let span = Span {
-            replica: self.replica,
-            start: self.start,
-            end: Instant::now(),
-        };
-        let key = std::mem::take(&mut self.key);
-        self.log.lock().unwrap().entry(key).or_default().push(span);
-    }
-}
-
-#[concord::async_trait]
-impl Reconciler<ConfigMap> for Recorder {
-    type Error = WriteError;
-
-    async fn reconcile(
-        &self,
-        cm: Arc<ConfigMap>,
-        _ctx: &Context<ConfigMap>,
-    ) -> Result<Action, WriteError> {
-        let _open = Open {
-            replica: self.replica,
-            key: format!("{}/{}", cm.namespace().unwrap_or_default(), cm.name_any()),
-            start: Instant::now(),
-            log: self.log.clone(),
-        };
-        tokio::time::sleep(self.hold).await;
-        Ok(Action::await_change())
-    }
-}
-
-struct Replica {
-    index: usize,
-    shard: ShardHandle,
-    run: JoinHandle<Result<(), concord::Error>>,
-    stop: ShutdownHandle,
-}
-
-struct Setup {
-    config: kube::Config,
-    namespace: String,
-    timings: LeaderElectionConfig,
-    hold: Duration,
-    log: Log,
-}
-
-impl Setup {
-    async fn replica(&self, index: usize) -> Result<Replica> {
-        let args = ManagerArgs::new().with_shards(ShardingMode::Hash, &self.namespace);
-        // A connection pool of its own per replica (and one for its
-        // membership), as separate processes would have.
-        let mut manager = Manager::builder(MANAGER)
-            .with_kube_config(self.config.clone())
-            .with_args(args)
-            .with_leader_election_config(self.timings)
-            .with_signal_handling(false)
-            .build()
-            .await?;
-        let api: Api<ConfigMap> = Api::namespaced(manager.client().clone(), &self.namespace);
-        let recorder = Recorder {
-            replica: index,
-            log: self.log.clone(),
-            hold: self.hold,
-        };
-        manager.add_controller("configmaps", api, recorder, |c| c);
-        let shard = manager.sharding().context("the manager is sharded")?;
-        let stop = manager.shutdown_handle();
-        let run = tokio::spawn(manager.run());
-        Ok(Replica {
-            index,
-            shard,
-            run,
-            stop,
-        })
-    }
-
-    /// Whether the ring of `live` is settled and every key's latest
-    /// reconcile ran on its owner (so keys moved to a newcomer were
-    /// reconciled by it).
-    fn settled(&self, live: &[Replica], keys: &[String]) -> bool {
-        let ring = live
-            .iter()
-            .all(|r| r.shard.settled() && r.shard.members().len() == live.len());
-        if !ring {
-            return false;
-        }
-        let log = self.log.lock().unwrap();
-        keys.iter().all(|key| {
-            let name = key.rsplit('/').next().unwrap_or_default();
-            let owners: Vec<usize> = live
-                .iter()
-                .filter(|r| r.shard.owns(&self.namespace, name))
-                .map(|r| r.index)
-                .collect();
-            let latest = log
-                .get(key)
-                .and_then(|spans| spans.iter().max_by_key(|s| s.start));
-            owners.len() == 1 && latest.is_some_and(|s| s.replica == owners[0])
-        })
-    }
-
-    async fn wait_settled(&self, live: &[Replica], keys: &[String]) -> Result<()> {
-        let start = Instant::now();
-        while !self.settled(live, keys) {
-            alive(live)?;
-            if start.elapsed() > Duration::from_secs(120) {
-                let status: Vec<String> = live
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "replica {} ({}): members {:?}, settled {}, owns {}, caches {}",
-                            r.index,
-                            r.shard.member(),
-                            r.shard.members(),
-                            r.shard.settled(),
-                            r.shard.keys_owned(),
-                            r.shard.keys_cached()
-                        )
-                    })
-                    .collect();
-                bail!(
-                    "the ring of {} replicas did not settle in 120 s, or not every key was reconciled by its owner:\n{}",
-                    live.len(),
-                    status.join("\n")
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        Ok(())
-    }
-}
-
-/// Fails if a replica stopped on its own: it lost its membership (a
-/// renewal did not succeed within the renew deadline: an overloaded
-/// machine, or timings too tight for it).
-fn alive(live: &[Replica]) -> Result<()> {
-    if let Some(r) = live.iter().find(|r| r.run.is_finished()) {
-        bail!(
-            "replica {} ({}) stopped on its own: it could not renew its membership Lease within the renew deadline (set RUST_LOG=concord=info to see why; longer timings help on a loaded machine)",
-            r.index,
-            r.shard.member()
-        );
-    }
-    Ok(())
-}
-
 /// What one clean leave or crash took, each phase measured from the event.
 #[derive(Debug, Default)]
 struct Sample {
@@ -241,24 +62,6 @@ struct Sample {
     first_start: Duration,
     /// Every moved key had finished a reconcile on its new owner.
     all_done: Duration,
-}
-
-async fn create_config_maps(api: &Api<ConfigMap>, n: usize) -> Result<Vec<String>> {
-    let names: Vec<String> = (0..n).map(|i| format!("cm-{i}")).collect();
-    let results: Vec<Result<()>> = futures::stream::iter(names.clone())
-        .map(|name| {
-            let api = api.clone();
-            async move {
-                let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-                api.create(&PostParams::default(), &cm).await?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(32)
-        .collect()
-        .await;
-    results.into_iter().collect::<Result<Vec<()>>>()?;
-    Ok(names)
 }
 
 /// How long before `wall` the Lease was last renewed.
@@ -408,30 +211,6 @@ async fn event(
     }
     sample.acked = acked.into_iter().flatten().max().unwrap_or_default();
     Ok(sample)
-}
-
-/// Pairs of reconciles of one key on two replicas that overlapped.
-fn overlaps(log: &Log) -> usize {
-    let log = log.lock().unwrap();
-    let mut found = 0;
-    for spans in log.values() {
-        let mut spans = spans.clone();
-        spans.sort_by_key(|s| s.start);
-        let mut latest: Option<Span> = None;
-        for span in spans {
-            if let Some(prev) = latest {
-                if span.start < prev.end && span.replica != prev.replica {
-                    found += 1;
-                }
-                if span.end > prev.end {
-                    latest = Some(span);
-                }
-            } else {
-                latest = Some(span);
-            }
-        }
-    }
-    found
 }
 
 /// Runs the benchmark and prints its tables.

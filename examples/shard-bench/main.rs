@@ -23,6 +23,7 @@
 //! and explains the phases.
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
+mod fleet;
 mod handover;
 mod memory;
 mod replica;
