@@ -163,8 +163,18 @@ impl ShardGate {
         }
     }
 
+    /// Moves the fence. When it had passed and now lies ahead again (a
+    /// renewal sent in time came back late), the keys refused or cancelled
+    /// meanwhile are offered again: nothing else would retry them.
     pub(crate) fn set_fence(&self, until: Instant) {
-        self.lock().fence = until;
+        let now = Instant::now();
+        let mut state = self.lock();
+        let lapsed = state.fence <= now;
+        state.fence = until;
+        drop(state);
+        if lapsed && until > now {
+            self.wake();
+        }
     }
 
     /// The view to write into our Lease next: the observed live view once
@@ -374,6 +384,21 @@ mod tests {
         assert_eq!(a.next_claim(), alone, "cannot acknowledge while draining");
         drop(running);
         assert_eq!(a.next_claim(), both);
+    }
+
+    #[test]
+    fn restoring_a_lapsed_fence_offers_the_keys_again() {
+        let a = Arc::new(ShardGate::new("a".into(), None));
+        let before = *a.wake.borrow();
+        a.set_fence(Instant::now() + Duration::from_secs(60));
+        let after = *a.wake.borrow();
+        assert!(after > before, "a restored fence wakes the controllers");
+        a.set_fence(Instant::now() + Duration::from_secs(61));
+        assert_eq!(
+            *a.wake.borrow(),
+            after,
+            "a fence that never lapsed does not"
+        );
     }
 
     #[test]

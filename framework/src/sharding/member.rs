@@ -40,6 +40,8 @@ pub(crate) struct Membership {
     renewed: Instant,
     written: Instant,
     behind_since: Option<Instant>,
+    /// When the first live peer's Lease can next be found expired.
+    next_expiry: Option<Instant>,
 }
 
 impl Membership {
@@ -63,6 +65,7 @@ impl Membership {
             renewed: Instant::now(),
             written: Instant::now(),
             behind_since: None,
+            next_expiry: None,
         }
     }
 
@@ -140,14 +143,24 @@ impl Membership {
                 self.gate.set_fence(Instant::now());
                 return Err(self.lost("the lease could not be renewed within the renew deadline"));
             }
-            self.read().await;
+            let moved = self.read().await;
             self.account();
-            // Poll faster while a handover is under way, so moved keys start soon.
-            let pause = if self.gate.behind() || !self.gate.settled() {
+            // A new view with nothing to drain: acknowledge it at once rather
+            // than a pause later (at most once per change of the view, so a
+            // failing write cannot spin).
+            if moved && !self.gate.draining() {
+                continue;
+            }
+            // Poll faster while a handover is under way, so moved keys start
+            // soon; and read again the moment a peer's Lease may expire.
+            let mut pause = if self.gate.behind() || !self.gate.settled() {
                 fast
             } else {
                 self.config.retry_period
             };
+            if let Some(expiry) = self.next_expiry {
+                pause = pause.min(expiry.saturating_duration_since(Instant::now()));
+            }
             let stop = tokio::select! {
                 _ = tokio::time::sleep(pause) => false,
                 _ = self.gate.reconcile_ended(), if self.gate.draining() => false,
@@ -234,20 +247,21 @@ impl Membership {
 
     /// Reads every membership Lease of this manager (a consistent read,
     /// after our own write) and tells the gate who is live and what each
-    /// acknowledged.
-    async fn read(&mut self) {
+    /// acknowledged. Whether the live members differ from the last read.
+    async fn read(&mut self) -> bool {
         let params = ListParams::default().labels(&format!("{MANAGER_LABEL}={}", self.manager));
         let list = match self.api.list(&params).await {
             Ok(list) => list,
             Err(error) => {
                 tracing::warn!(%error, lease = %self.lease(), "listing membership leases failed");
-                return;
+                return false;
             }
         };
         let me = self.gate.me().to_owned();
         let mut live = vec![me.clone()];
         let mut peers = Vec::new();
         let mut names = Vec::new();
+        self.next_expiry = None;
         for lease in &list.items {
             let Some(name) = lease.metadata.name.clone() else {
                 continue;
@@ -279,6 +293,10 @@ impl Membership {
             let held = spec.holder_identity.is_some_and(|h| !h.is_empty());
             let unchanged = entry.1.elapsed();
             if held && unchanged <= duration {
+                // Expired once unchanged for longer than its duration: the
+                // first instant a read can find it so.
+                let expiry = entry.1 + duration + Duration::from_millis(1);
+                self.next_expiry = Some(self.next_expiry.map_or(expiry, |e| e.min(expiry)));
                 live.push(id.clone());
                 let acked = lease
                     .metadata
@@ -298,6 +316,7 @@ impl Membership {
         self.seen.retain(|name, _| names.contains(name));
         peers.sort_by(|a, b| a.id.cmp(&b.id));
         let target = View::new(live);
+        let moved = self.gate.target() != target;
         if self.gate.acked().as_ref() == Some(&target) {
             self.behind_since = None;
         } else {
@@ -308,6 +327,7 @@ impl Membership {
             .members
             .store(target.members().len() as u64, Relaxed);
         self.gate.observed(target, peers);
+        moved
     }
 
     /// Deletes the Lease of a member long expired, unless it was renewed.

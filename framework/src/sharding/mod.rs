@@ -89,7 +89,8 @@ pub(crate) fn explain(
 /// One replica's sharding: its gate and its membership.
 pub(crate) struct Sharding {
     gate: Arc<ShardGate>,
-    membership: Membership,
+    /// Taken when the membership loop starts in a task of its own.
+    membership: Option<Membership>,
     /// `label` mode: the election of the replica that labels objects.
     sharder: Option<LeaderElector>,
 }
@@ -123,7 +124,7 @@ impl Sharding {
         );
         Sharding {
             gate,
-            membership,
+            membership: Some(membership),
             sharder,
         }
     }
@@ -144,7 +145,10 @@ impl Sharding {
     }
 
     pub(crate) async fn join(&mut self) -> Result<(), Error> {
-        self.membership.join().await
+        match self.membership.as_mut() {
+            Some(membership) => membership.join().await,
+            None => Ok(()),
+        }
     }
 
     /// Holds the membership until `done` and, in `label` mode, runs the
@@ -154,8 +158,9 @@ impl Sharding {
     ///
     /// [`Error::ShardMembership`] or, for the sharder, [`Error::LeaderElection`].
     pub(crate) async fn hold(&mut self, done: &mut watch::Receiver<bool>) -> Result<(), Error> {
+        let membership = self.hold_membership(done);
         let Some(mut elector) = self.sharder.take() else {
-            return self.membership.hold(done).await;
+            return membership.await;
         };
         let mut sharder_done = done.clone();
         let gate = self.gate.clone();
@@ -171,7 +176,45 @@ impl Sharding {
                 _ = work => elector.hold(&mut sharder_done).await,
             }
         };
-        let (member, sharder) = tokio::join!(self.membership.hold(done), sharder);
+        let (member, sharder) = tokio::join!(membership, sharder);
         member.and(sharder)
+    }
+
+    /// Runs the membership loop in a task of its own, so that renewals
+    /// keep their cadence however long the controllers' task is busy
+    /// between two yields; the task is aborted if this future is dropped
+    /// (as the rest of the replica is), so an abandoned manager does not
+    /// keep its Lease alive.
+    fn hold_membership(
+        &mut self,
+        done: &watch::Receiver<bool>,
+    ) -> impl std::future::Future<Output = Result<(), Error>> + use<> {
+        let membership = self.membership.take();
+        let mut done = done.clone();
+        let task = membership.map(|mut membership| {
+            let lease = membership.lease();
+            let task = tokio::spawn(async move { membership.hold(&mut done).await });
+            (lease, AbortOnDrop(task))
+        });
+        async move {
+            let Some((lease, mut task)) = task else {
+                return Ok(());
+            };
+            (&mut task.0).await.unwrap_or_else(|error| {
+                Err(Error::ShardMembership {
+                    lease,
+                    message: format!("the membership task ended abnormally: {error}"),
+                })
+            })
+        }
+    }
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

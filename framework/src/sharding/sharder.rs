@@ -29,11 +29,19 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
         Box::pin(async move {
             let client: Client = api.clone().into_client();
             let (store, writer) = reflector::store::<PartialObjectMeta<K>>();
+            // The sharder needs names, uids and labels only: dropping the
+            // annotations and managed fields before they are cached keeps
+            // its extra memory to a small fraction of a full cache.
             #[allow(deprecated)]
-            let events =
-                reflector::reflector(writer, metadata_watcher(api, watcher::Config::default()))
-                    .default_backoff()
-                    .applied_objects();
+            let watch = metadata_watcher(api, watcher::Config::default()).modify(
+                |object: &mut PartialObjectMeta<K>| {
+                    object.metadata.annotations = None;
+                    object.metadata.managed_fields = None;
+                },
+            );
+            let events = reflector::reflector(writer, watch)
+                .default_backoff()
+                .applied_objects();
             let mut events = std::pin::pin!(events);
             let mut wakes = std::pin::pin!(gate.wakes());
             loop {

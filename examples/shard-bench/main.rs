@@ -1,0 +1,67 @@
+//! Sharding benchmarks on the embedded control plane (or the cluster of
+//! `$CONCORD_TEST_KUBECONFIG`): how long a handover takes, and how much
+//! memory `label` mode saves per replica.
+//!
+//! - `handover`: N replicas (`--shards=hash`, in this process) on M
+//!   ConfigMaps; K clean leaves (shutdown: drain, delete the Lease) and K
+//!   crashes (the replica's task aborted, its Lease left to expire), each
+//!   followed by a replacement joining. For every event it measures the time
+//!   from the event until every moved key has been reconciled by its new
+//!   owner, broken down into phases, and prints p50/p90/max beside the
+//!   targets (clean leave ≤ 2 s, crash ≤ lease duration + 2 s).
+//! - `memory`: creates `--pods` Pods, runs three `label` replicas (each its
+//!   own process: RSS is per process) until each has cached its shard, then
+//!   one unsharded replica, and prints each one's VmRSS and VmHWM beside the
+//!   target (each sharded replica ≤ 0.5 × the unsharded one).
+//!
+//! ```text
+//! cargo run --release -p concord-examples --example shard-bench -- handover
+//! cargo run --release -p concord-examples --example shard-bench -- memory --pods 10000
+//! ```
+//!
+//! The book chapter "Scaling out" (`book/src/scaling-out.md`) shows a run
+//! and explains the phases.
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
+mod fleet;
+mod handover;
+mod memory;
+mod replica;
+mod stats;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "sharding benchmarks: handover time and label-mode memory")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Time clean leaves and crashes until the moved keys are reconciled.
+    Handover(handover::Args),
+    /// Per-replica RSS of `label` mode against one unsharded replica.
+    Memory(memory::Args),
+    /// One replica process of the `memory` benchmark (started by it).
+    #[command(hide = true)]
+    Replica(replica::Args),
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Handover(args) => runtime.block_on(handover::run(args)),
+        Command::Memory(args) => runtime.block_on(memory::run(args)),
+        Command::Replica(args) => runtime.block_on(replica::run(args)),
+    }
+}

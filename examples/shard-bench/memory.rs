@@ -1,0 +1,267 @@
+//! The memory benchmark: `label` replicas against one unsharded replica,
+//! each its own process, RSS read from `/proc/<pid>/status` once its cache
+//! has synced.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use concord_testenv::TestEnv;
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+/// Sizes of the memory benchmark.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Pods to create (they need no nodes: nothing schedules or runs them).
+    #[arg(long, default_value_t = 1000)]
+    pods: usize,
+    /// `label` replicas.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// Bytes of annotation on each Pod, so that its JSON (≈ 2 KiB bare
+    /// after defaulting) is nearer a real Pod's 4–8 KiB.
+    #[arg(long, default_value_t = 4096)]
+    pad_bytes: usize,
+    /// Seconds to keep running after the caches synced before reading RSS.
+    #[arg(long, default_value_t = 5)]
+    settle_secs: u64,
+}
+
+/// A replica process and the last status line it printed.
+struct Proc {
+    child: Child,
+    status: Arc<Mutex<String>>,
+}
+
+impl Proc {
+    fn spawn(env: &TestEnv, namespace: &str, shards: &str) -> Result<Proc> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("replica")
+            .arg("--kubeconfig")
+            .arg(env.kubeconfig_path())
+            .args(["--namespace", namespace])
+            .args(["--leader-election-namespace", namespace])
+            .args(["--shards", shards])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdout = child.stdout.take().context("piped stdout")?;
+        let status = Arc::new(Mutex::new(String::new()));
+        let last = status.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                *last.lock().unwrap() = line;
+            }
+        });
+        Ok(Proc { child, status })
+    }
+
+    /// `(cached, owned, settled)` from the last status line.
+    fn progress(&self) -> Option<(u64, u64, bool)> {
+        let line = self.status.lock().unwrap().clone();
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+                .map(str::to_owned)
+        };
+        Some((
+            field("cached")?.parse().ok()?,
+            field("owned")?.parse().ok()?,
+            field("settled")? == "true",
+        ))
+    }
+
+    /// `(VmRSS, VmHWM)` in KiB.
+    fn memory(&self) -> Result<(u64, u64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let kib = |key: &str| -> Result<u64> {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .with_context(|| format!("no {key} in /proc/{}/status", self.child.id()))
+        };
+        Ok((kib("VmRSS:")?, kib("VmHWM:")?))
+    }
+
+    fn stop(mut self) -> Result<()> {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        let status = self.child.wait()?;
+        ensure!(status.success(), "a replica exited with {status}");
+        Ok(())
+    }
+}
+
+/// What one replica used, once synced.
+struct Usage {
+    mode: &'static str,
+    pid: u32,
+    cached: u64,
+    rss: u64,
+    hwm: u64,
+}
+
+async fn create_pods(api: &Api<Pod>, n: usize, pad: usize) -> Result<()> {
+    let padding = "x".repeat(pad);
+    let started = Instant::now();
+    let results: Vec<Result<()>> = futures::stream::iter(0..n)
+        .map(|i| {
+            let (api, padding) = (api.clone(), padding.clone());
+            async move {
+                let pod: Pod = serde_json::from_value(json!({
+                    "metadata": {
+                        "name": format!("pod-{i}"),
+                        "labels": {"app": "shard-bench"},
+                        "annotations": {"shard-bench/padding": padding},
+                    },
+                    "spec": {"containers": [{"name": "main", "image": "registry.invalid/pause:1"}]},
+                }))?;
+                api.create(&PostParams::default(), &pod).await?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    println!(
+        "created {n} Pods in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Waits until `done` holds for every process' progress, for at most 5 minutes.
+async fn wait_for(procs: &[Proc], done: impl Fn(&[(u64, u64, bool)]) -> bool) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let progress: Option<Vec<_>> = procs.iter().map(Proc::progress).collect();
+        if progress.as_deref().is_some_and(&done) {
+            return Ok(());
+        }
+        if start.elapsed() > Duration::from_secs(300) {
+            bail!("the replicas did not sync within 300 s: {progress:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The pid in a candidate identity `host_pid-nanos-n`.
+fn pid_of(identity: &str) -> Option<u32> {
+    identity.rsplit_once('_')?.1.split('-').next()?.parse().ok()
+}
+
+/// Runs the benchmark and prints its table.
+pub async fn run(args: Args) -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    create_pods(&api, args.pods, args.pad_bytes).await?;
+    let pods = args.pods as u64;
+    let settle = Duration::from_secs(args.settle_secs);
+    let mut usage = Vec::new();
+
+    let procs: Vec<Proc> = (0..args.replicas)
+        .map(|_| Proc::spawn(env, ns.name(), "label"))
+        .collect::<Result<_>>()?;
+    let started = Instant::now();
+    let n = args.replicas;
+    // Each caches exactly the objects it owns, together all of them.
+    wait_for(&procs, |p| {
+        p.iter()
+            .all(|(cached, owned, settled)| *settled && *cached == *owned)
+            && p.iter().map(|(cached, ..)| cached).sum::<u64>() == pods
+    })
+    .await?;
+    println!(
+        "{n} label replicas synced their shards in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(settle).await;
+    let leases: Api<Lease> = Api::namespaced(ns.client(), ns.name());
+    let sharder = leases
+        .get("shard-bench-memory-sharder")
+        .await
+        .ok()
+        .and_then(|l| l.spec?.holder_identity)
+        .and_then(|id| pid_of(&id));
+    for proc in &procs {
+        let (rss, hwm) = proc.memory()?;
+        let (cached, ..) = proc.progress().context("a status line")?;
+        let pid = proc.child.id();
+        let mode = if Some(pid) == sharder {
+            "label (sharder)"
+        } else {
+            "label"
+        };
+        usage.push(Usage {
+            mode,
+            pid,
+            cached,
+            rss,
+            hwm,
+        });
+    }
+    for proc in procs {
+        proc.stop()?;
+    }
+
+    let single = Proc::spawn(env, ns.name(), "off")?;
+    let started = Instant::now();
+    wait_for(std::slice::from_ref(&single), |p| p[0].0 == pods).await?;
+    println!(
+        "the unsharded replica synced in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(settle).await;
+    let (rss, hwm) = single.memory()?;
+    let unsharded = Usage {
+        mode: "off (unsharded)",
+        pid: single.child.id(),
+        cached: pods,
+        rss,
+        hwm,
+    };
+    single.stop()?;
+
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!();
+    println!(
+        "{} Pods ({} B padding each); RSS after the cache synced + {} s",
+        args.pods, args.pad_bytes, args.settle_secs
+    );
+    println!(
+        "  {:<16} {:>8} {:>8} {:>10} {:>10} {:>9}",
+        "replica", "pid", "cached", "VmRSS MiB", "VmHWM MiB", "RSS ratio"
+    );
+    for u in usage.iter().chain(std::iter::once(&unsharded)) {
+        println!(
+            "  {:<16} {:>8} {:>8} {:>10.1} {:>10.1} {:>9.2}",
+            u.mode,
+            u.pid,
+            u.cached,
+            mib(u.rss),
+            mib(u.hwm),
+            u.rss as f64 / unsharded.rss as f64
+        );
+    }
+    let met = usage.iter().filter(|u| u.rss * 2 <= unsharded.rss).count();
+    println!(
+        "  target: each sharded replica's RSS ≤ 0.5 × the unsharded one's: {met} of {} within",
+        usage.len()
+    );
+    let namespaces: Api<Namespace> = Api::all(ns.client());
+    namespaces
+        .delete(ns.name(), &DeleteParams::default())
+        .await?;
+    Ok(())
+}
