@@ -38,6 +38,7 @@ mod apply;
 mod before_write;
 mod error;
 mod field_manager;
+mod fresh;
 mod intent;
 mod lax;
 mod lock_table;
@@ -69,6 +70,8 @@ pub use before_write::BeforeWrite;
 pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 #[doc(inline)]
 pub use error::Error;
+#[doc(inline)]
+pub use fresh::{DEFAULT_FRESH_WAIT, FreshCopies, is_newer};
 #[doc(inline)]
 pub use intent::{Condition, Intent};
 #[doc(inline)]
