@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
+use crate::cache::SharedCache;
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::{Context, Object, Reconciler};
@@ -112,16 +112,26 @@ where
 /// A controller waiting for the manager to start it.
 pub(crate) type Pending = Box<dyn FnOnce(watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send>;
 
-pub(crate) fn pending<K, R, F>(api: Api<K>, shared: Arc<Shared<K, R>>, customize: F) -> Pending
+pub(crate) fn pending<K, R, F>(
+    cache: Arc<SharedCache<K>>,
+    shared: Arc<Shared<K, R>>,
+    customize: F,
+) -> Pending
 where
     K: Object,
     R: Reconciler<K>,
     F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
 {
+    // Subscribed now, before the manager starts the shared watch, so the
+    // controller sees every object from the first list on.
+    let objects = cache.subscribe();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let config = shard::watcher_config(shared.shard.as_ref());
-        let controller = customize(Controller::new(api.clone(), config));
-        let controller = shard::attach(shared.shard.as_ref(), &api, controller);
+        let Some(objects) = objects else {
+            tracing::error!(controller = %shared.name, "the shared watch started before this controller subscribed to it; the controller does not run");
+            return Box::pin(futures::future::ready(()));
+        };
+        let controller = customize(Controller::for_shared_stream(objects, cache.reader()));
+        let controller = shard::attach(shared.shard.as_ref(), cache.api(), controller);
         let name = shared.name.clone();
         Box::pin(async move {
             let stop = async move {

@@ -147,19 +147,27 @@ impl Manager {
     }
 
     /// A context for `K` outside any controller (for setup code and tests).
+    /// Its [`cached`](Context::cached) reads see the shared cache of the
+    /// first controller of `K` added before this call, if any.
     pub fn context<K>(&self) -> Context<K>
     where
         K: Object,
     {
-        Context::new(
+        let context = Context::new(
             self.client.clone(),
             self.config.gates().clone(),
             self.writes.clone(),
             self.recorder.clone(),
-        )
+        );
+        match self.writes.caches().first_store::<K>() {
+            Some(store) => context.with_store(store),
+            None => context,
+        }
     }
 
     /// Adds a controller for `K` listing and watching through `api`.
+    /// Controllers of the same type, `api` scope and watch selector share
+    /// one watch and one cache (see [`Context::cached`]).
     /// `customize` gets the kube-runtime [`Controller`] to add owned and
     /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
     /// limit (`.with_config(..)`).
@@ -169,14 +177,22 @@ impl Manager {
         R: Reconciler<K>,
         F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
     {
+        let shard = self.sharding.as_ref().map(Sharding::gate);
+        // One watch and one store per type, scope and selector, shared by
+        // every controller (and re-read) that needs the same objects.
+        let config = crate::sharding::hooks::watcher_config(shard.as_ref());
+        let (cache, watch) = self.writes.caches().shared(&api, config);
+        if let Some(watch) = watch {
+            self.controllers.push(watch);
+        }
         let shared = Arc::new(Shared {
             reconciler,
-            context: self.context::<K>(),
+            context: self.context::<K>().with_store(cache.reader()),
             counters: self.metrics.controller(name),
             backoff: Backoff::default(),
             name: name.to_owned(),
-            shard: self.sharding.as_ref().map(Sharding::gate),
+            shard,
         });
-        self.controllers.push(pending(api, shared, customize));
+        self.controllers.push(pending(cache, shared, customize));
     }
 }
