@@ -13,12 +13,12 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use concord_strategies::{FreshCopies, Observed, is_newer};
+use concord_strategies::{FreshCopies, Observed, cached_copy, is_newer};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
@@ -142,15 +142,11 @@ fn object_ref<K: Object>(namespace: Option<&str>, name: &str) -> ObjectRef<K> {
     }
 }
 
-/// `object` as JSON; complete only when `K` keeps every field
-/// ([`DynamicObject`]), since a typed `K` drops the fields it does not know.
+/// `object` as JSON, complete or not by the rule the strategies' `Writer`
+/// applies ([`cached_copy`]).
 fn observed<K: Object>(object: &K) -> Option<Observed> {
     let json = serde_json::to_value(object).ok()?;
-    Some(if TypeId::of::<K>() == TypeId::of::<DynamicObject>() {
-        Observed::complete(json)
-    } else {
-        Observed::typed(json)
-    })
+    Some(cached_copy::<K>(json, &ApiResource::erase::<K>(&())))
 }
 
 /// The shared caches of one manager.

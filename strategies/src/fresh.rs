@@ -7,12 +7,16 @@
 //! most [`Target::with_fresh_wait`](crate::Target::with_fresh_wait) for the
 //! watch to deliver it, and `GET` only when it does not.
 
+use std::any::TypeId;
 use std::fmt::Debug;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use kube::core::{ApiResource, DynamicObject};
+use serde_json::Value;
 
 use crate::Observed;
+use crate::writer::is_kubernetes_group;
 
 /// How long a write waits, by default, for the watch cache to catch up after
 /// a conflict before it `GET`s the object.
@@ -42,6 +46,27 @@ pub trait FreshCopies: Send + Sync + Debug {
         than: &'a str,
         wait: Duration,
     ) -> BoxFuture<'a, Option<Observed>>;
+}
+
+/// `json`, a `K` of `resource` taken from a cache, as an [`Observed`] copy:
+/// complete by the rule [`Writer`](crate::Writer) applies to the objects it
+/// is given (a [`DynamicObject`], or a type of Kubernetes' own API groups),
+/// typed otherwise — so `update` never builds a `PUT` from a cached copy of
+/// a custom resource whose Rust type may lack fields.
+///
+/// ```
+/// use concord_strategies::cached_copy;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube::core::ApiResource;
+/// let copy = cached_copy::<Pod>(serde_json::json!({}), &ApiResource::erase::<Pod>(&()));
+/// assert!(copy.is_complete());
+/// ```
+pub fn cached_copy<K: 'static>(json: Value, resource: &ApiResource) -> Observed {
+    if TypeId::of::<K>() == TypeId::of::<DynamicObject>() || is_kubernetes_group(&resource.group) {
+        Observed::complete(json)
+    } else {
+        Observed::typed(json)
+    }
 }
 
 /// Whether resourceVersion `candidate` is newer than `than`: `Some` only when

@@ -71,7 +71,7 @@ pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyN
 #[doc(inline)]
 pub use error::Error;
 #[doc(inline)]
-pub use fresh::{DEFAULT_FRESH_WAIT, FreshCopies, is_newer};
+pub use fresh::{DEFAULT_FRESH_WAIT, FreshCopies, cached_copy, is_newer};
 #[doc(inline)]
 pub use intent::{Condition, Intent};
 #[doc(inline)]

@@ -139,7 +139,7 @@ where
 /// field of the API version it targets. Custom resources cannot use these
 /// groups without the API review annotation, so their Rust types, which
 /// may lag their schema, are never taken as complete.
-fn is_kubernetes_group(group: &str) -> bool {
+pub(crate) fn is_kubernetes_group(group: &str) -> bool {
     !group.contains('.') || group.ends_with(".k8s.io")
 }
 
