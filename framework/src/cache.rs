@@ -15,40 +15,46 @@ use std::time::Duration;
 
 use concord_strategies::{FreshCopies, Observed, cached_copy, is_newer};
 use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::core::ApiResource;
-use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
 
 use crate::Object;
 use crate::controller::Pending;
 
-/// How many object references the shared stream buffers for a subscriber
-/// that is behind before the watch waits for it.
-const BUFFER: usize = 1024;
-
 /// The shared cache of one resource type, scope and watch configuration.
+///
+/// The watch feeds the store and hands each applied object to every
+/// subscribed controller over its own unbounded channel, as the object
+/// itself: a controller never looks an announced object up in the store
+/// (where a deletion in between would swallow the announcement), and a slow
+/// controller never holds the watch back.
 pub(crate) struct SharedCache<K: Object> {
     api: Api<K>,
     config: watcher::Config,
     reader: Store<K>,
     /// Taken by the task that drives the watch when the manager runs.
     writer: Mutex<Option<reflector::store::Writer<K>>>,
+    /// One sender per subscribed controller.
+    subscribers: Mutex<Vec<UnboundedSender<Arc<K>>>>,
     /// Woken after every watch event the store applied.
     changed: Arc<Notify>,
 }
 
 impl<K: Object> SharedCache<K> {
     fn new(api: Api<K>, config: watcher::Config) -> Self {
-        let writer = reflector::store::Writer::<K>::new_shared(BUFFER, ());
+        let writer = reflector::store::Writer::<K>::default();
         SharedCache {
             api,
             config,
             reader: writer.as_reader(),
             writer: Mutex::new(Some(writer)),
+            subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
         }
     }
@@ -63,14 +69,13 @@ impl<K: Object> SharedCache<K> {
         &self.api
     }
 
-    /// A stream of the objects the watch applies, for one controller;
-    /// `None` once the watch has started (controllers are all added before).
-    pub(crate) fn subscribe(&self) -> Option<ReflectHandle<K>> {
-        self.writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
-            .and_then(reflector::store::Writer::subscribe)
+    /// A stream of the objects the watch applies, for one controller
+    /// (subscribed before the manager starts the watch, so it sees every
+    /// object from the first list on).
+    pub(crate) fn subscribe(&self) -> UnboundedReceiver<Arc<K>> {
+        let (sender, receiver) = unbounded();
+        lock(&self.subscribers).push(sender);
+        receiver
     }
 
     /// The task driving the shared watch until shutdown.
@@ -85,15 +90,23 @@ impl<K: Object> SharedCache<K> {
                 let Some(writer) = writer else {
                     return;
                 };
-                let changed = self.changed.clone();
                 let events = watcher(self.api.clone(), self.config.clone())
                     .default_backoff()
-                    .reflect_shared(writer)
+                    .reflect(writer)
                     .for_each(|event| {
-                        if let Err(error) = event {
-                            tracing::debug!(%error, "shared watch");
+                        match event {
+                            Ok(
+                                watcher::Event::Apply(object) | watcher::Event::InitApply(object),
+                            ) => {
+                                let object = Arc::new(object);
+                                // A stopped controller has dropped its receiver.
+                                lock(&self.subscribers)
+                                    .retain(|s| s.unbounded_send(object.clone()).is_ok());
+                            }
+                            Ok(_) => {}
+                            Err(error) => tracing::debug!(%error, "shared watch"),
                         }
-                        changed.notify_waiters();
+                        self.changed.notify_waiters();
                         futures::future::ready(())
                     });
                 tokio::select! {
@@ -132,6 +145,12 @@ impl<K: Object> SharedCache<K> {
             tokio::time::timeout_at(deadline, notified).await.ok()?;
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn object_ref<K: Object>(namespace: Option<&str>, name: &str) -> ObjectRef<K> {

@@ -126,10 +126,6 @@ where
     // controller sees every object from the first list on.
     let objects = cache.subscribe();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let Some(objects) = objects else {
-            tracing::error!(controller = %shared.name, "the shared watch started before this controller subscribed to it; the controller does not run");
-            return Box::pin(futures::future::ready(()));
-        };
         let controller = customize(Controller::for_shared_stream(objects, cache.reader()));
         let controller = shard::attach(shared.shard.as_ref(), cache.api(), controller);
         let name = shared.name.clone();
