@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
@@ -112,8 +113,17 @@ where
 /// A controller waiting for the manager to start it.
 pub(crate) type Pending = Box<dyn FnOnce(watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send>;
 
+/// Where a controller's objects come from.
+pub(crate) enum Source<K: Object> {
+    /// The manager's shared watch cache of `K`.
+    Shared(Arc<SharedCache<K>>),
+    /// A watch of its own through this `Api` (sharded managers; see
+    /// `Manager::add_controller`).
+    Own(Api<K>),
+}
+
 pub(crate) fn pending<K, R, F>(
-    cache: Arc<SharedCache<K>>,
+    source: Source<K>,
     shared: Arc<Shared<K, R>>,
     customize: F,
 ) -> Pending
@@ -124,10 +134,23 @@ where
 {
     // Subscribed now, before the manager starts the shared watch, so the
     // controller sees every object from the first list on.
-    let objects = cache.subscribe();
+    let source = match source {
+        Source::Shared(cache) => Ok((cache.subscribe(), cache)),
+        Source::Own(api) => Err(api),
+    };
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let controller = customize(Controller::for_shared_stream(objects, cache.reader()));
-        let controller = shard::attach(shared.shard.as_ref(), cache.api(), controller);
+        let (controller, api) = match source {
+            Ok((objects, cache)) => (
+                Controller::for_shared_stream(objects, cache.reader()),
+                cache.api().clone(),
+            ),
+            Err(api) => {
+                let config = shard::watcher_config(shared.shard.as_ref());
+                (Controller::new(api.clone(), config), api)
+            }
+        };
+        let controller = customize(controller);
+        let controller = shard::attach(shared.shard.as_ref(), &api, controller);
         let name = shared.name.clone();
         Box::pin(async move {
             let stop = async move {

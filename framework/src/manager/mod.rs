@@ -15,7 +15,7 @@ use kube::runtime::events::Recorder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::controller::{Backoff, Pending, Shared, pending};
+use crate::controller::{Backoff, Pending, Shared, Source, pending};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::writes::WriteRegistry;
@@ -167,7 +167,10 @@ impl Manager {
 
     /// Adds a controller for `K` listing and watching through `api`.
     /// Controllers of the same type, `api` scope and watch selector share
-    /// one watch and one cache (see [`Context::cached`]).
+    /// one watch and one cache (see [`Context::cached`]), which also serves
+    /// their writes' re-reads after a conflict. A sharded manager
+    /// (`--shards`) still opens a watch per controller, and its contexts
+    /// have no cache.
     /// `customize` gets the kube-runtime [`Controller`] to add owned and
     /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
     /// limit (`.with_config(..)`).
@@ -178,21 +181,31 @@ impl Manager {
         F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
     {
         let shard = self.sharding.as_ref().map(Sharding::gate);
-        // One watch and one store per type, scope and selector, shared by
-        // every controller (and re-read) that needs the same objects.
-        let config = crate::sharding::hooks::watcher_config(shard.as_ref());
-        let (cache, watch) = self.writes.caches().shared(&api, config);
-        if let Some(watch) = watch {
-            self.controllers.push(watch);
-        }
+        let mut context = self.context::<K>();
+        let source = if shard.is_some() {
+            // Sharded: a watch per controller, as before the shared cache;
+            // with the shared stream, a crashed replica's keys were not
+            // picked up by the survivors (tests/tests/sharding.rs).
+            Source::Own(api)
+        } else {
+            // One watch and one store per type, scope and selector, shared
+            // by every controller (and re-read) that needs the same objects.
+            let config = crate::sharding::hooks::watcher_config(None);
+            let (cache, watch) = self.writes.caches().shared(&api, config);
+            if let Some(watch) = watch {
+                self.controllers.push(watch);
+            }
+            context = context.with_store(cache.reader());
+            Source::Shared(cache)
+        };
         let shared = Arc::new(Shared {
             reconciler,
-            context: self.context::<K>().with_store(cache.reader()),
+            context,
             counters: self.metrics.controller(name),
             backoff: Backoff::default(),
             name: name.to_owned(),
             shard,
         });
-        self.controllers.push(pending(cache, shared, customize));
+        self.controllers.push(pending(source, shared, customize));
     }
 }
