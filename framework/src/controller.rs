@@ -119,7 +119,7 @@ pub(crate) enum Source<K: Object> {
     Shared(Arc<SharedCache<K>>),
     /// A watch of its own through this `Api` (sharded managers; see
     /// `Manager::add_controller`).
-    Own(Api<K>),
+    Own(Box<Api<K>>),
 }
 
 pub(crate) fn pending<K, R, F>(
@@ -136,7 +136,7 @@ where
     // controller sees every object from the first list on.
     let source = match source {
         Source::Shared(cache) => Ok((cache.subscribe(), cache)),
-        Source::Own(api) => Err(api),
+        Source::Own(api) => Err(*api),
     };
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let (controller, api) = match source {

@@ -186,7 +186,7 @@ impl Manager {
             // Sharded: a watch per controller, as before the shared cache;
             // with the shared stream, a crashed replica's keys were not
             // picked up by the survivors (tests/tests/sharding.rs).
-            Source::Own(api)
+            Source::Own(Box::new(api))
         } else {
             // One watch and one store per type, scope and selector, shared
             // by every controller (and re-read) that needs the same objects.
