@@ -1,3 +1,4 @@
+use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -6,6 +7,7 @@ use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Writt
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -26,6 +28,9 @@ pub struct Context<K> {
     gates: FeatureGates,
     registry: Arc<WriteRegistry>,
     recorder: Recorder,
+    /// The shared watch cache of `K` (a `Store<K>`), type-erased so that
+    /// `Context<K>` needs no bounds on `K`.
+    store: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl<K> Debug for Context<K> {
@@ -53,7 +58,49 @@ where
             gates,
             registry,
             recorder,
+            store: None,
         }
+    }
+
+    /// Reads `store` in [`cached`](Self::cached) and [`store`](Self::store).
+    pub(crate) fn with_store(mut self, store: Store<K>) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// The shared watch cache of `K` this controller reconciles from: one
+    /// per resource type, scope and watch selector, shared by every
+    /// controller of that type and by the re-reads of writes after a
+    /// conflict. `None` in a context made before any controller of `K` was
+    /// added, and in a sharded manager (`--shards`), whose controllers each
+    /// keep their own watch.
+    ///
+    /// The cache is as fresh as the watch: a copy may be a moment behind
+    /// the API server (it never runs ahead of it).
+    pub fn store(&self) -> Option<Store<K>> {
+        self.store.as_ref()?.downcast_ref::<Store<K>>().cloned()
+    }
+
+    /// The cached copy of `name` (in `namespace`, `None` for a
+    /// cluster-scoped object) from the shared watch cache — no request.
+    /// `None` when the cache does not hold it (not created yet, deleted,
+    /// outside this controller's selector, or no cache: see
+    /// [`store`](Self::store)).
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::Pod>) {
+    /// if let Some(pod) = ctx.cached(Some("default"), "web-0") {
+    ///     println!("{:?}", pod.metadata.resource_version);
+    /// }
+    /// # }
+    /// ```
+    pub fn cached(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        let key = ObjectRef::<K>::new(name);
+        let key = match namespace {
+            Some(namespace) => key.within(namespace),
+            None => key,
+        };
+        self.store()?.get(&key)
     }
 
     /// The client, for reads and for writes the framework does not model.

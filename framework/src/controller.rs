@@ -11,6 +11,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
+use crate::cache::SharedCache;
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::{Context, Object, Reconciler};
@@ -112,15 +113,43 @@ where
 /// A controller waiting for the manager to start it.
 pub(crate) type Pending = Box<dyn FnOnce(watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send>;
 
-pub(crate) fn pending<K, R, F>(api: Api<K>, shared: Arc<Shared<K, R>>, customize: F) -> Pending
+/// Where a controller's objects come from.
+pub(crate) enum Source<K: Object> {
+    /// The manager's shared watch cache of `K`.
+    Shared(Arc<SharedCache<K>>),
+    /// A watch of its own through this `Api` (sharded managers; see
+    /// `Manager::add_controller`).
+    Own(Box<Api<K>>),
+}
+
+pub(crate) fn pending<K, R, F>(
+    source: Source<K>,
+    shared: Arc<Shared<K, R>>,
+    customize: F,
+) -> Pending
 where
     K: Object,
     R: Reconciler<K>,
     F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
 {
+    // Subscribed now, before the manager starts the shared watch, so the
+    // controller sees every object from the first list on.
+    let source = match source {
+        Source::Shared(cache) => Ok((cache.subscribe(), cache)),
+        Source::Own(api) => Err(*api),
+    };
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let config = shard::watcher_config(shared.shard.as_ref());
-        let controller = customize(Controller::new(api.clone(), config));
+        let (controller, api) = match source {
+            Ok((objects, cache)) => (
+                Controller::for_shared_stream(objects, cache.reader()),
+                cache.api().clone(),
+            ),
+            Err(api) => {
+                let config = shard::watcher_config(shared.shard.as_ref());
+                (Controller::new(api.clone(), config), api)
+            }
+        };
+        let controller = customize(controller);
         let controller = shard::attach(shared.shard.as_ref(), &api, controller);
         let name = shared.name.clone();
         Box::pin(async move {

@@ -23,6 +23,7 @@
 //! every write is sent.
 
 mod args;
+mod cache;
 mod client;
 mod context;
 mod controller;

@@ -196,6 +196,20 @@ impl Metrics {
                 );
             }
         }
+        header(
+            out,
+            "concord_write_rereads_total",
+            "counter",
+            "Re-reads after a conflict, by source: the shared watch cache or a GET.",
+        );
+        for (r, s, m) in &snapshots {
+            for (source, n) in [("cache", m.rereads_from_cache), ("get", m.rereads_by_get)] {
+                let _ = writeln!(
+                    out,
+                    "concord_write_rereads_total{{resource=\"{r}\",strategy=\"{s}\",source=\"{source}\"}} {n}"
+                );
+            }
+        }
         for (name, help, pick) in [
             (
                 "concord_write_conflicts_total",

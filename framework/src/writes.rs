@@ -1,15 +1,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
 use concord_strategies::{
-    Error as WriteError, Mutation, Target, WriteMetrics, Writer, Written, strategy_for,
+    DEFAULT_FRESH_WAIT, Error as WriteError, Mutation, Target, WriteMetrics, Writer, Written,
+    strategy_for,
 };
 use kube::Resource;
 use kube::core::ApiResource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::cache::{CachedCopies, Caches};
 
 /// The writers of one resource type, one per [`Operation`], resolved from
 /// the strategy table once, when a controller or context is built.
@@ -59,12 +63,15 @@ where
 }
 
 /// Builds [`ResourceWriter`]s and keeps one [`WriteMetrics`] per resource and
-/// strategy for the metrics endpoint.
+/// strategy for the metrics endpoint, and the manager's shared watch caches
+/// the writers re-read from after a conflict.
 pub(crate) struct WriteRegistry {
     client: kube::Client,
     table: StrategyTable,
     field_manager: String,
     metrics: Mutex<BTreeMap<(String, StrategyName), Arc<WriteMetrics>>>,
+    caches: Arc<Caches>,
+    fresh_wait: Duration,
 }
 
 impl std::fmt::Debug for WriteRegistry {
@@ -82,7 +89,20 @@ impl WriteRegistry {
             table,
             field_manager,
             metrics: Mutex::new(BTreeMap::new()),
+            caches: Arc::default(),
+            fresh_wait: DEFAULT_FRESH_WAIT,
         }
+    }
+
+    /// How long a re-read after a conflict waits for the shared cache.
+    pub(crate) fn with_fresh_wait(mut self, wait: Duration) -> Self {
+        self.fresh_wait = wait;
+        self
+    }
+
+    /// The shared watch caches, one per resource type, scope and selector.
+    pub(crate) fn caches(&self) -> &Arc<Caches> {
+        &self.caches
     }
 
     pub(crate) fn writer<K>(&self, dyntype: &K::DynamicType) -> ResourceWriter<K>
@@ -97,7 +117,12 @@ impl WriteRegistry {
             let choice = row.get(operation);
             let target = Target::new(self.client.clone(), resource.clone())
                 .with_field_manager(self.field_manager.clone())
-                .with_metrics(self.metrics_for(&label, choice.strategy));
+                .with_metrics(self.metrics_for(&label, choice.strategy))
+                .with_fresh_copies(Arc::new(CachedCopies::new(
+                    self.caches.clone(),
+                    resource.clone(),
+                )))
+                .with_fresh_wait(self.fresh_wait);
             Writer::from_target(target, strategy_for(choice.strategy, choice.on_conflict))
         });
         ResourceWriter { cells }

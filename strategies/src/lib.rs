@@ -38,6 +38,7 @@ mod apply;
 mod before_write;
 mod error;
 mod field_manager;
+mod fresh;
 mod guarded_patch;
 mod intent;
 mod lax;
@@ -71,6 +72,8 @@ pub use before_write::BeforeWrite;
 pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 #[doc(inline)]
 pub use error::Error;
+#[doc(inline)]
+pub use fresh::{DEFAULT_FRESH_WAIT, FreshCopies, cached_copy, is_newer};
 #[doc(inline)]
 pub use intent::{Condition, Intent};
 #[doc(inline)]

@@ -27,6 +27,8 @@ pub struct WriteMetrics {
     unchanged: AtomicU64,
     gone: AtomicU64,
     fell_back: AtomicU64,
+    rereads_from_cache: AtomicU64,
+    rereads_by_get: AtomicU64,
     requests: [AtomicU64; 4],
     conflicts: AtomicU64,
     retries: AtomicU64,
@@ -49,6 +51,10 @@ pub struct MetricsSnapshot {
     pub gone: u64,
     /// `apply` removals that fell back to a guarded JSON patch.
     pub fell_back: u64,
+    /// Re-reads after a conflict served from a watch cache.
+    pub rereads_from_cache: u64,
+    /// Re-reads after a conflict that sent a `GET`.
+    pub rereads_by_get: u64,
     /// Requests by verb (see [`Verb::index`]).
     pub requests: [u64; 4],
     /// Conflicts met.
@@ -85,6 +91,10 @@ impl WriteMetrics {
         add_if(&self.unchanged, outcome.unchanged);
         add_if(&self.gone, outcome.gone);
         add_if(&self.fell_back, outcome.fell_back);
+        self.rereads_from_cache
+            .fetch_add(u64::from(outcome.rereads_from_cache), Relaxed);
+        self.rereads_by_get
+            .fetch_add(u64::from(outcome.rereads_by_get), Relaxed);
         for verb in Verb::ALL {
             let n = outcome.requests(verb);
             if n > 0 {
@@ -109,6 +119,8 @@ impl WriteMetrics {
             unchanged: self.unchanged.load(Relaxed),
             gone: self.gone.load(Relaxed),
             fell_back: self.fell_back.load(Relaxed),
+            rereads_from_cache: self.rereads_from_cache.load(Relaxed),
+            rereads_by_get: self.rereads_by_get.load(Relaxed),
             requests: std::array::from_fn(|i| self.requests[i].load(Relaxed)),
             conflicts: self.conflicts.load(Relaxed),
             retries: self.retries.load(Relaxed),

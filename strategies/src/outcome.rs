@@ -61,6 +61,12 @@ pub struct Outcome {
     /// `apply` could not remove an entry another manager co-owns and fell
     /// back to a guarded JSON patch.
     pub fell_back: bool,
+    /// Re-reads after a conflict served from the target's
+    /// [fresh copies](crate::Target::with_fresh_copies) (no request).
+    pub rereads_from_cache: u32,
+    /// Re-reads after a conflict that sent a `GET` (also counted in
+    /// [`requests`](Self::requests) under [`Verb::Get`]).
+    pub rereads_by_get: u32,
 }
 
 impl Outcome {
@@ -76,6 +82,8 @@ impl Outcome {
             unchanged: false,
             gone: false,
             fell_back: false,
+            rereads_from_cache: 0,
+            rereads_by_get: 0,
         }
     }
 

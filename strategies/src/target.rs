@@ -1,5 +1,6 @@
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use concord_featuregates::RetryPolicy;
 use kube::Client;
@@ -7,7 +8,8 @@ use kube::core::ApiResource;
 
 #[cfg(feature = "testing")]
 use crate::BeforeWrite;
-use crate::WriteMetrics;
+use crate::fresh::DEFAULT_FRESH_WAIT;
+use crate::{FreshCopies, WriteMetrics};
 
 /// The field manager concord writes under unless told otherwise.
 pub const DEFAULT_FIELD_MANAGER: &str = "concord";
@@ -35,6 +37,8 @@ pub struct Target {
     pub(crate) field_manager: String,
     pub(crate) metrics: Option<Arc<WriteMetrics>>,
     pub(crate) transient: RetryPolicy,
+    pub(crate) fresh: Option<Arc<dyn FreshCopies>>,
+    pub(crate) fresh_wait: Duration,
     #[cfg(feature = "testing")]
     pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
 }
@@ -48,6 +52,8 @@ impl Target {
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             metrics: None,
             transient: RetryPolicy::transient(),
+            fresh: None,
+            fresh_wait: DEFAULT_FRESH_WAIT,
             #[cfg(feature = "testing")]
             before_write: None,
         }
@@ -74,6 +80,25 @@ impl Target {
     #[must_use]
     pub fn with_transient_retry(mut self, policy: RetryPolicy) -> Self {
         self.transient = policy;
+        self
+    }
+
+    /// After a `409`, look for a copy newer than the one that conflicted in
+    /// `copies` (usually the controller's watch cache) before sending a
+    /// `GET`. Without it every re-read is a `GET`.
+    #[must_use]
+    pub fn with_fresh_copies(mut self, copies: Arc<dyn FreshCopies>) -> Self {
+        self.fresh = Some(copies);
+        self
+    }
+
+    /// How long a re-read waits for the [fresh copies](Self::with_fresh_copies)
+    /// to catch up before it `GET`s the object (default
+    /// [`DEFAULT_FRESH_WAIT`](crate::DEFAULT_FRESH_WAIT), 50 ms). Zero asks
+    /// once without waiting.
+    #[must_use]
+    pub fn with_fresh_wait(mut self, wait: Duration) -> Self {
+        self.fresh_wait = wait;
         self
     }
 
@@ -105,6 +130,8 @@ impl fmt::Debug for Target {
             .field("field_manager", &self.field_manager)
             .field("metrics", &self.metrics.is_some())
             .field("transient", &self.transient)
+            .field("fresh", &self.fresh)
+            .field("fresh_wait", &self.fresh_wait)
             .finish_non_exhaustive()
     }
 }

@@ -48,6 +48,8 @@ mod tests {
         for key in OLD_RESULT_KEYS.iter().chain(&[
             "failed_writes",
             "fallbacks",
+            "rereads_from_cache",
+            "rereads_by_get",
             "cpu_ms_per_write",
             "peak_rss_mib",
             "rounds_writes_per_s",

@@ -312,6 +312,14 @@ fn counts(text: &str) -> Counts {
             "concord_write_conflicts_total" => counts.conflicts += n,
             "concord_write_retries_total" => counts.retries += n,
             "concord_write_fallbacks_total" => counts.fallbacks += n,
+            "concord_write_rereads_total" => {
+                let slot = if series.contains("source=\"cache\"") {
+                    &mut counts.cache_rereads
+                } else {
+                    &mut counts.get_rereads
+                };
+                *slot.get_or_insert(0) += n;
+            }
             _ => {}
         }
     }
@@ -328,11 +336,14 @@ mod tests {
             concord_write_requests_total{resource=\"pods\",strategy=\"strict\",verb=\"get\"} 3\n\
             concord_write_requests_total{resource=\"pods\",strategy=\"strict\",verb=\"patch\"} 10\n\
             concord_write_conflicts_total{resource=\"pods\",strategy=\"strict\"} 3\n\
-            concord_write_fallbacks_total{resource=\"pods\",strategy=\"apply\"} 2\n";
+            concord_write_fallbacks_total{resource=\"pods\",strategy=\"apply\"} 2\n\
+            concord_write_rereads_total{resource=\"pods\",strategy=\"strict\",source=\"cache\"} 4\n\
+            concord_write_rereads_total{resource=\"pods\",strategy=\"strict\",source=\"get\"} 1\n";
         let c = counts(text);
         assert_eq!(c.requests[concord::strategies::Verb::Get.index()], 3);
         assert_eq!(c.requests[concord::strategies::Verb::Patch.index()], 10);
         assert_eq!((c.conflicts, c.fallbacks), (3, 2));
+        assert_eq!((c.cache_rereads, c.get_rereads), (Some(4), Some(1)));
     }
 
     #[test]

@@ -166,6 +166,8 @@ pub(crate) async fn run(
             conflicts: r.conflicts,
             retries: r.retries.saturating_sub(r.requeues),
             fallbacks: 0,
+            cache_rereads: None,
+            get_rereads: None,
         },
         lost: 0,
         cpu_ms: Some(r.cpu_ms),

@@ -44,6 +44,14 @@ pub struct StrategyResult {
     pub raced_writes: u64,
     /// `apply` removals sent as its guarded JSON-patch fallback.
     pub fallbacks: u64,
+    /// Re-reads after a conflict served from concord's watch cache (no
+    /// request); `None` for contenders that are not concord. The direct
+    /// concord contenders have no such cache, so theirs is 0.
+    #[serde(default)]
+    pub rereads_from_cache: Option<u64>,
+    /// Re-reads after a conflict sent as a `GET` (concord contenders).
+    #[serde(default)]
+    pub rereads_by_get: Option<u64>,
     /// Client CPU time per logical write, in milliseconds: the process's
     /// user plus system time over the write phase (for the Go peer, its
     /// own process) divided by `writes`.
@@ -143,6 +151,8 @@ impl StrategyResult {
             failed_writes: sum(|r| r.failed),
             raced_writes: sum(|r| r.raced),
             fallbacks: sum(|r| r.counts.fallbacks),
+            rereads_from_cache: rounds.iter().map(|r| r.counts.cache_rereads).sum(),
+            rereads_by_get: rounds.iter().map(|r| r.counts.get_rereads).sum(),
             cpu_ms_per_write: cpu
                 .filter(|_| writes > 0)
                 .map(|ms| round(ms / writes as f64, 3)),

@@ -22,6 +22,11 @@ pub(crate) struct Counts {
     pub(crate) retries: u64,
     /// `apply` removals sent as its guarded JSON-patch fallback.
     pub(crate) fallbacks: u64,
+    /// Re-reads after a conflict served from concord's watch cache; `None`
+    /// for contenders that do not count them (not concord).
+    pub(crate) cache_rereads: Option<u64>,
+    /// Re-reads after a conflict sent as a `GET`, where counted.
+    pub(crate) get_rereads: Option<u64>,
 }
 
 impl From<&MetricsSnapshot> for Counts {
@@ -31,6 +36,8 @@ impl From<&MetricsSnapshot> for Counts {
             conflicts: s.conflicts,
             retries: s.retries,
             fallbacks: s.fell_back,
+            cache_rereads: Some(s.rereads_from_cache),
+            get_rereads: Some(s.rereads_by_get),
         }
     }
 }
@@ -58,6 +65,8 @@ impl Tally {
             conflicts: self.conflicts.load(Relaxed),
             retries: self.retries.load(Relaxed),
             fallbacks: 0,
+            cache_rereads: None,
+            get_rereads: None,
         }
     }
 }

@@ -19,6 +19,8 @@ pub(crate) fn result(name: &str, writes_per_s: f64, lost_writes: u64) -> Strateg
         failed_writes: 0,
         raced_writes: 0,
         fallbacks: 0,
+        rereads_from_cache: None,
+        rereads_by_get: None,
         cpu_ms_per_write: Some(0.1),
         peak_rss_mib: Some(30.0),
         rounds_writes_per_s: vec![writes_per_s],

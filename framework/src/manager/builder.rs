@@ -28,6 +28,7 @@ pub struct ManagerBuilder {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    reread_wait: Duration,
     // Webhooks (framework/src/webhook): served beside the controllers.
     webhooks: Option<crate::webhook::Webhooks>,
 }
@@ -92,6 +93,16 @@ impl ManagerBuilder {
     /// them (default 30 s).
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
+        self
+    }
+
+    /// How long a write's re-read after a `409` waits for the shared watch
+    /// cache to hold a newer copy before it sends a `GET` (default
+    /// [`DEFAULT_FRESH_WAIT`](concord_strategies::DEFAULT_FRESH_WAIT),
+    /// 50 ms; zero looks once without waiting). See "Guarantees and failure
+    /// modes" in the book.
+    pub fn with_reread_wait(mut self, wait: Duration) -> Self {
+        self.reread_wait = wait;
         self
     }
 
@@ -197,11 +208,14 @@ impl ManagerBuilder {
                 (client, Some(config))
             }
         };
-        let writes = Arc::new(WriteRegistry::new(
-            client.clone(),
-            config.strategies().clone(),
-            self.name.clone(),
-        ));
+        let writes = Arc::new(
+            WriteRegistry::new(
+                client.clone(),
+                config.strategies().clone(),
+                self.name.clone(),
+            )
+            .with_fresh_wait(self.reread_wait),
+        );
         let metrics = Arc::new(Metrics::new(writes.clone(), counters));
         let metrics_listener = match metrics_at {
             Some(at) => Some(bind(at, "metrics").await?),
@@ -301,6 +315,7 @@ impl Manager {
             leader: LeaderElectionConfig::default(),
             signals: true,
             grace: Duration::from_secs(30),
+            reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             webhooks: None,
         }
     }

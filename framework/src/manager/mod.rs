@@ -15,7 +15,7 @@ use kube::runtime::events::Recorder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::controller::{Backoff, Pending, Shared, pending};
+use crate::controller::{Backoff, Pending, Shared, Source, pending};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::writes::WriteRegistry;
@@ -148,19 +148,30 @@ impl Manager {
     }
 
     /// A context for `K` outside any controller (for setup code and tests).
+    /// Its [`cached`](Context::cached) reads see the shared cache of the
+    /// first controller of `K` added before this call, if any.
     pub fn context<K>(&self) -> Context<K>
     where
         K: Object,
     {
-        Context::new(
+        let context = Context::new(
             self.client.clone(),
             self.config.gates().clone(),
             self.writes.clone(),
             self.recorder.clone(),
-        )
+        );
+        match self.writes.caches().first_store::<K>() {
+            Some(store) => context.with_store(store),
+            None => context,
+        }
     }
 
     /// Adds a controller for `K` listing and watching through `api`.
+    /// Controllers of the same type, `api` scope and watch selector share
+    /// one watch and one cache (see [`Context::cached`]), which also serves
+    /// their writes' re-reads after a conflict. A sharded manager
+    /// (`--shards`) still opens a watch per controller, and its contexts
+    /// have no cache.
     /// `customize` gets the kube-runtime [`Controller`] to add owned and
     /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
     /// limit (`.with_config(..)`).
@@ -170,14 +181,32 @@ impl Manager {
         R: Reconciler<K>,
         F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
     {
+        let shard = self.sharding.as_ref().map(Sharding::gate);
+        let mut context = self.context::<K>();
+        let source = if shard.is_some() {
+            // Sharded: a watch per controller, as before the shared cache;
+            // with the shared stream, a crashed replica's keys were not
+            // picked up by the survivors (tests/tests/sharding.rs).
+            Source::Own(Box::new(api))
+        } else {
+            // One watch and one store per type, scope and selector, shared
+            // by every controller (and re-read) that needs the same objects.
+            let config = crate::sharding::hooks::watcher_config(None);
+            let (cache, watch) = self.writes.caches().shared(&api, config);
+            if let Some(watch) = watch {
+                self.controllers.push(watch);
+            }
+            context = context.with_store(cache.reader());
+            Source::Shared(cache)
+        };
         let shared = Arc::new(Shared {
             reconciler,
-            context: self.context::<K>(),
+            context,
             counters: self.metrics.controller(name),
             backoff: Backoff::default(),
             name: name.to_owned(),
-            shard: self.sharding.as_ref().map(Sharding::gate),
+            shard,
         });
-        self.controllers.push(pending(api, shared, customize));
+        self.controllers.push(pending(source, shared, customize));
     }
 }

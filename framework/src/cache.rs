@@ -1,0 +1,326 @@
+//! One shared watch cache (a kube-runtime reflector store) per resource
+//! type, scope and watch configuration: every controller of that type reads
+//! it, [`Context::cached`](crate::Context::cached) reads it, and a write's
+//! re-read after a conflict is served from it when it has caught up.
+//!
+//! The manager opens one watch per cache, not per controller: controllers
+//! added for the same `Api<K>` scope and watch configuration (the sharding
+//! gate's label selector included) subscribe to the same stream.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use concord_strategies::{FreshCopies, Observed, cached_copy, is_newer};
+use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use futures::future::BoxFuture;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::core::ApiResource;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::{Notify, watch as signal};
+
+use crate::Object;
+use crate::controller::Pending;
+
+/// The shared cache of one resource type, scope and watch configuration.
+///
+/// The watch feeds the store and hands each applied object to every
+/// subscribed controller over its own unbounded channel, as the object
+/// itself: a controller never looks an announced object up in the store
+/// (where a deletion in between would swallow the announcement), and a slow
+/// controller never holds the watch back.
+pub(crate) struct SharedCache<K: Object> {
+    api: Api<K>,
+    config: watcher::Config,
+    reader: Store<K>,
+    /// Taken by the task that drives the watch when the manager runs.
+    writer: Mutex<Option<reflector::store::Writer<K>>>,
+    /// One sender per subscribed controller.
+    subscribers: Mutex<Vec<UnboundedSender<Arc<K>>>>,
+    /// Woken after every watch event the store applied.
+    changed: Arc<Notify>,
+}
+
+impl<K: Object> SharedCache<K> {
+    fn new(api: Api<K>, config: watcher::Config) -> Self {
+        let writer = reflector::store::Writer::<K>::default();
+        SharedCache {
+            api,
+            config,
+            reader: writer.as_reader(),
+            writer: Mutex::new(Some(writer)),
+            subscribers: Mutex::new(Vec::new()),
+            changed: Arc::new(Notify::new()),
+        }
+    }
+
+    /// The read side of the store.
+    pub(crate) fn reader(&self) -> Store<K> {
+        self.reader.clone()
+    }
+
+    /// The `Api` the cache lists and watches through.
+    pub(crate) fn api(&self) -> &Api<K> {
+        &self.api
+    }
+
+    /// A stream of the objects the watch applies, for one controller
+    /// (subscribed before the manager starts the watch, so it sees every
+    /// object from the first list on).
+    pub(crate) fn subscribe(&self) -> UnboundedReceiver<Arc<K>> {
+        let (sender, receiver) = unbounded();
+        lock(&self.subscribers).push(sender);
+        receiver
+    }
+
+    /// The task driving the shared watch until shutdown.
+    fn driver(self: Arc<Self>) -> Pending {
+        Box::new(move |mut shutdown: signal::Receiver<bool>| {
+            Box::pin(async move {
+                let writer = self
+                    .writer
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                let Some(writer) = writer else {
+                    return;
+                };
+                let events = watcher(self.api.clone(), self.config.clone())
+                    .default_backoff()
+                    .reflect(writer)
+                    .for_each(|event| {
+                        match event {
+                            Ok(
+                                watcher::Event::Apply(object) | watcher::Event::InitApply(object),
+                            ) => {
+                                let object = Arc::new(object);
+                                // A stopped controller has dropped its receiver.
+                                lock(&self.subscribers)
+                                    .retain(|s| s.unbounded_send(object.clone()).is_ok());
+                            }
+                            Ok(_) => {}
+                            Err(error) => tracing::debug!(%error, "shared watch"),
+                        }
+                        self.changed.notify_waiters();
+                        futures::future::ready(())
+                    });
+                tokio::select! {
+                    () = events => {}
+                    _ = shutdown.wait_for(|stop| *stop) => {}
+                }
+            })
+        })
+    }
+
+    /// Whether the store holds `namespace`/`name`.
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.reader.get(&object_ref(namespace, name)).is_some()
+    }
+
+    /// A copy newer than `than`, waiting up to `wait` for the watch.
+    async fn newer(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        than: &str,
+        wait: Duration,
+    ) -> Option<Observed> {
+        let key = object_ref::<K>(namespace, name);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Registered before the look, so no change slips between them.
+            let mut notified = pin!(self.changed.notified());
+            notified.as_mut().enable();
+            let cached = self.reader.get(&key)?;
+            match is_newer(cached.resource_version().as_deref().unwrap_or(""), than) {
+                Some(true) => return observed(cached.as_ref()),
+                Some(false) => {}
+                None => return None,
+            }
+            tokio::time::timeout_at(deadline, notified).await.ok()?;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn object_ref<K: Object>(namespace: Option<&str>, name: &str) -> ObjectRef<K> {
+    let key = ObjectRef::new(name);
+    match namespace {
+        Some(namespace) => key.within(namespace),
+        None => key,
+    }
+}
+
+/// `object` as JSON, complete or not by the rule the strategies' `Writer`
+/// applies ([`cached_copy`]).
+fn observed<K: Object>(object: &K) -> Option<Observed> {
+    let json = serde_json::to_value(object).ok()?;
+    Some(cached_copy::<K>(json, &ApiResource::erase::<K>(&())))
+}
+
+/// The shared caches of one manager.
+#[derive(Default)]
+pub(crate) struct Caches {
+    entries: Mutex<Vec<Entry>>,
+}
+
+struct Entry {
+    type_id: TypeId,
+    resource: ApiResource,
+    url: String,
+    config: watcher::Config,
+    cache: Arc<dyn Any + Send + Sync>,
+    copies: Arc<dyn Lookup>,
+}
+
+impl fmt::Debug for Caches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f.debug_list()
+            .entries(entries.iter().map(|e| (&e.url, &e.config.label_selector)))
+            .finish()
+    }
+}
+
+impl Caches {
+    /// The cache of `api`'s scope watched with `config`, and, when it is
+    /// new, the task that drives its watch.
+    pub(crate) fn shared<K: Object>(
+        &self,
+        api: &Api<K>,
+        config: watcher::Config,
+    ) -> (Arc<SharedCache<K>>, Option<Pending>) {
+        let mut entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let url = api.resource_url().to_owned();
+        let found = entries
+            .iter()
+            .find(|e| e.type_id == TypeId::of::<K>() && e.url == url && e.config == config);
+        if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
+            return (cache, None);
+        }
+        let cache = Arc::new(SharedCache::new(api.clone(), config.clone()));
+        entries.push(Entry {
+            type_id: TypeId::of::<K>(),
+            resource: ApiResource::erase::<K>(&()),
+            url,
+            config,
+            cache: cache.clone(),
+            copies: cache.clone(),
+        });
+        (cache.clone(), Some(cache.driver()))
+    }
+
+    /// The store of the first cache of `K`, if a controller of `K` was added.
+    pub(crate) fn first_store<K: Object>(&self) -> Option<Store<K>> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        entries
+            .iter()
+            .filter(|e| e.type_id == TypeId::of::<K>())
+            .find_map(|e| e.cache.clone().downcast::<SharedCache<K>>().ok())
+            .map(|cache| cache.reader())
+    }
+
+    fn lookups(&self, resource: &ApiResource) -> Vec<Arc<dyn Lookup>> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        entries
+            .iter()
+            .filter(|e| same_resource(&e.resource, resource))
+            .map(|e| e.copies.clone())
+            .collect()
+    }
+}
+
+fn same_resource(a: &ApiResource, b: &ApiResource) -> bool {
+    (&a.group, &a.version, &a.plural) == (&b.group, &b.version, &b.plural)
+}
+
+/// A [`SharedCache`] with its type erased.
+trait Lookup: Send + Sync {
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>>;
+}
+
+impl<K: Object> Lookup for SharedCache<K> {
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
+        SharedCache::holds(self, namespace, name)
+    }
+
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>> {
+        Box::pin(SharedCache::newer(self, namespace, name, than, wait))
+    }
+}
+
+/// The fresh copies a writer of one resource re-reads from: whichever of the
+/// manager's caches of that resource holds the object (looked up at the
+/// time of the re-read, so controllers added after the writer count).
+pub(crate) struct CachedCopies {
+    caches: Arc<Caches>,
+    resource: ApiResource,
+}
+
+impl CachedCopies {
+    pub(crate) fn new(caches: Arc<Caches>, resource: ApiResource) -> Self {
+        CachedCopies { caches, resource }
+    }
+}
+
+impl fmt::Debug for CachedCopies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedCopies")
+            .field("resource", &self.resource.plural)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FreshCopies for CachedCopies {
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>> {
+        Box::pin(async move {
+            let lookup = self
+                .caches
+                .lookups(&self.resource)
+                .into_iter()
+                .find(|l| l.holds(namespace, name))?;
+            lookup.newer(namespace, name, than, wait).await
+        })
+    }
+}
