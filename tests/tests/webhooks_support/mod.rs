@@ -2,6 +2,8 @@
 //! registered with the real API server, a raw HTTPS client.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod gizmo;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
