@@ -29,13 +29,8 @@ type controlPlane struct {
 }
 
 func startControlPlane(o options) (*controlPlane, error) {
-	var err error
-	for _, p := range []*int{&o.apiserverPort, &o.etcdPort, &o.etcdPeerPort} {
-		if *p == 0 {
-			if *p, err = freePort(); err != nil {
-				return nil, err
-			}
-		}
+	if err := choosePorts(&o.apiserverPort, &o.etcdPort, &o.etcdPeerPort); err != nil {
+		return nil, err
 	}
 	creds, err := ensurePKI(o.dataDir)
 	if err != nil {

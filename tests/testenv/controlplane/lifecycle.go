@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -71,11 +72,26 @@ func logTail(dir string) string {
 	return strings.Join(lines, "\n")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// choosePorts fills every zero port with a free one. All the listeners stay
+// open until every port is chosen, so the kernel cannot hand the same port out
+// twice (it did: etcd and the API server once both got 36145).
+func choosePorts(ports ...*int) error {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for _, p := range ports {
+		if *p != 0 {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("choosing a free port: %w", err)
+		}
+		held = append(held, l)
+		*p = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return nil
 }

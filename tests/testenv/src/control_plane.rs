@@ -99,6 +99,9 @@ struct Event {
     log_tail: String,
 }
 
+/// How many times [`ControlPlane::start`] tries when a port it chose was taken.
+pub const START_ATTEMPTS: u32 = 3;
+
 /// A running kube-apiserver + etcd (+ kube-controller-manager) process.
 ///
 /// # Guarantees
@@ -121,7 +124,35 @@ impl ControlPlane {
     ///
     /// [`Error::BuildFailed`] or [`Error::StartFailed`] (with the tail of the
     /// control plane's log).
+    ///
+    /// When the control plane chooses its own ports, another process can take
+    /// one between the choice and the bind; such a start is tried again, at
+    /// most [`START_ATTEMPTS`] times in all, each retry reported on standard
+    /// error. Ports you chose are never changed.
     pub fn start(options: ControlPlaneOptions) -> Result<Self, Error> {
+        let chosen_by_us =
+            options.apiserver_port == 0 && options.etcd_port == 0 && options.etcd_peer_port == 0;
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(options.clone()) {
+                Err(Error::StartFailed { message })
+                    if chosen_by_us
+                        && attempt < START_ATTEMPTS
+                        && message.contains("address already in use") =>
+                {
+                    eprintln!(
+                        "concord-testenv: a port was taken before the control plane bound it; \
+                         starting again (attempt {} of {START_ATTEMPTS})",
+                        attempt + 1
+                    );
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(options: ControlPlaneOptions) -> Result<Self, Error> {
         let binary = ControlPlaneBinary::ensure()?;
         let mut command = Command::new(binary.path());
         command.arg("--exit-on-stdin-eof");

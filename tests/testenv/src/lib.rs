@@ -48,7 +48,7 @@ pub use binary::{ControlPlaneBinary, GoProgram};
 #[doc(inline)]
 pub use certs::{CertError, ServingCert, TestCa};
 #[doc(inline)]
-pub use control_plane::{ControlPlane, ControlPlaneOptions};
+pub use control_plane::{ControlPlane, ControlPlaneOptions, START_ATTEMPTS};
 #[doc(inline)]
 pub use env::{KUBECONFIG_ENV, TestEnv, restricted_config};
 #[doc(inline)]
