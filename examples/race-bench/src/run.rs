@@ -1,5 +1,6 @@
-//! One benchmark run: rounds, each running every contender on its own
-//! fresh namespace and slice of pods, in an order rotated per round.
+//! One benchmark run: rounds, each creating its slice of pods in a fresh
+//! namespace and running every contender on them in an order rotated per
+//! round, the pods reset to their creation state between contenders.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -119,11 +120,32 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
                 .map(|&i| contenders[i].as_str().to_owned())
                 .collect(),
         );
-        for i in order {
+        let ns = namespace::create(
+            &setting.client,
+            args.scenario.as_str(),
+            &format!("r{}", round + 1),
+        )
+        .await?;
+        let pods: Api<Pod> = Api::namespaced(setting.client.clone(), &ns);
+        let bar = setting
+            .progress
+            .bar(&format!("round {}", round + 1), "create", per_round.into());
+        setup::create(&pods, &workload.specs, &bar).await?;
+        bar.finish_and_clear();
+        let mut with_finalizers = Vec::new();
+        for (turn, i) in order.into_iter().enumerate() {
             let contender = contenders[i];
-            let f = run_one(&setting, contender, round, &workload, seed)
+            if turn > 0 {
+                let bar = setting
+                    .progress
+                    .bar(contender.as_str(), "reset", per_round.into());
+                setup::reset(&pods, &workload.specs, &bar).await?;
+                bar.finish_and_clear();
+            }
+            let (f, left) = run_one(&setting, contender, &ns, &workload, seed)
                 .await
                 .with_context(|| format!("running {contender} in round {}", round + 1))?;
+            with_finalizers = left;
             setting.progress.line(&format!(
                 "round {}/{}: {contender}: {:.0} writes/s, {} failed, {} lost, {} conflicts",
                 round + 1,
@@ -135,6 +157,8 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
             ));
             figures[i].push(f);
         }
+        setup::strip_finalizers(&pods, &with_finalizers).await?;
+        namespace::delete(&setting.client, &ns).await?;
     }
     let mut results: Vec<StrategyResult> = contenders
         .iter()
@@ -206,53 +230,40 @@ fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args
     }
 }
 
+/// Run `contender` on the pods of `ns`, which are in their creation state,
+/// and check them; returns its figures and the pods left with finalizers.
 async fn run_one(
     s: &Setting<'_>,
     contender: Contender,
-    round: u32,
+    ns: &str,
     workload: &Workload,
     seed: u64,
-) -> anyhow::Result<RoundFigures> {
+) -> anyhow::Result<(RoundFigures, Vec<String>)> {
     let name = contender.as_str();
-    let client = s.client.clone();
-    let ns = namespace::create(
-        &client,
-        s.args.scenario.as_str(),
-        &format!("{name}-r{}", round + 1),
-    )
-    .await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), ns);
     let objects = workload.specs.len();
-
-    let bar = s.progress.bar(name, "create", objects as u64);
-    setup::create(&pods, &workload.specs, &bar).await?;
-    bar.finish_and_clear();
-
     let other = (workload.foreign && s.args.race == RaceMode::Random).then(|| {
-        let (client, ns) = (s.foreign_client.clone(), ns.clone());
+        let (client, ns) = (s.foreign_client.clone(), ns.to_owned());
         let (pods, tasks) = (objects as u32, s.args.writers);
         tokio::spawn(async move { foreign::add_everywhere(client, &ns, pods, tasks, seed).await })
     });
     let mut figures = match (contender.peer_mode(), &s.peer, &s.kubeconfig) {
         (Some(mode), Some(binary), Some(kubeconfig)) => {
-            peer::run(binary, kubeconfig, &ns, mode, s.args.writers, workload).await?
+            peer::run(binary, kubeconfig, ns, mode, s.args.writers, workload).await?
         }
         (Some(_), _, _) => anyhow::bail!("{name} needs the peer binary and a kubeconfig"),
         (None, _, _) => match contender.manager_strategy() {
-            Some(strategy) => through_manager(s, strategy, name, &ns, workload).await?,
-            None => ours(s, contender, &ns, workload).await?,
+            Some(strategy) => through_manager(s, strategy, name, ns, workload).await?,
+            None => ours(s, contender, ns, workload).await?,
         },
     };
     if let Some(other) = other {
         let failed = other.await?;
         anyhow::ensure!(failed == 0, "the foreign writer failed {failed} adds");
     }
-
     let verdict = verify::check(&pods, &workload.specs).await?;
     figures.lost = verdict.lost_writes;
-    setup::strip_finalizers(&pods, &verdict.with_finalizers).await?;
-    namespace::delete(&client, &ns).await?;
-    Ok(figures)
+    Ok((figures, verdict.with_finalizers))
 }
 
 /// The write phase of a contender running in this process.
