@@ -231,10 +231,15 @@ impl Metrics {
                 "Apply writes that fell back to a guarded patch.",
                 3,
             ),
+            (
+                "concord_write_rebased_total",
+                "Writes that started from the copy this process's previous write of the object stored.",
+                4,
+            ),
         ] {
             header(out, name, "counter", help);
             for (r, s, m) in &snapshots {
-                let n = [m.conflicts, m.retries, m.throttled, m.fell_back][pick];
+                let n = [m.conflicts, m.retries, m.throttled, m.fell_back, m.rebased][pick];
                 let _ = writeln!(out, "{name}{{resource=\"{r}\",strategy=\"{s}\"}} {n}");
             }
         }

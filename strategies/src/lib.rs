@@ -59,6 +59,7 @@ mod session;
 mod strategy;
 mod strict;
 mod target;
+mod turns;
 mod update;
 mod write_loop;
 mod writer;

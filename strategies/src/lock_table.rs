@@ -23,17 +23,14 @@ use crate::ObjectKey;
 /// ```
 #[derive(Debug, Default)]
 pub struct LockTable {
-    entries: Arc<Mutex<HashMap<ObjectKey, Arc<AsyncMutex<()>>>>>,
+    table: Table<()>,
 }
 
 /// Holds one object's lock; dropping it releases the lock and, if nobody
 /// else wants it, the table entry.
 #[derive(Debug)]
 pub struct LockGuard {
-    entries: Arc<Mutex<HashMap<ObjectKey, Arc<AsyncMutex<()>>>>>,
-    key: ObjectKey,
-    entry: Option<Arc<AsyncMutex<()>>>,
-    guard: Option<OwnedMutexGuard<()>>,
+    _held: Held<()>,
 }
 
 impl LockTable {
@@ -47,27 +44,14 @@ impl LockTable {
 
     /// Wait for the lock of `key`.
     pub async fn lock(&self, key: ObjectKey) -> LockGuard {
-        let entry = {
-            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            entries.entry(key.clone()).or_default().clone()
-        };
-        // Built before awaiting so that a cancelled wait still cleans up.
-        let mut guard = LockGuard {
-            entries: self.entries.clone(),
-            key,
-            entry: Some(entry.clone()),
-            guard: None,
-        };
-        guard.guard = Some(entry.lock_owned().await);
-        guard
+        LockGuard {
+            _held: self.table.lock(key).await,
+        }
     }
 
     /// Objects with a held or awaited lock.
     pub fn len(&self) -> usize {
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.table.len()
     }
 
     /// Whether no lock is held or awaited.
@@ -76,12 +60,89 @@ impl LockTable {
     }
 }
 
-impl Drop for LockGuard {
+type Entries<T> = Arc<Mutex<HashMap<ObjectKey, Arc<AsyncMutex<T>>>>>;
+
+/// Per-object async mutexes guarding a `T` each, an entry existing only
+/// while some task holds or waits for it: the core of [`LockTable`] and of
+/// the turns `strict` and `update` take (`turns.rs`).
+#[derive(Debug)]
+pub(crate) struct Table<T> {
+    entries: Entries<T>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Table {
+            entries: Arc::default(),
+        }
+    }
+}
+
+/// One object's entry, held; derefs to its `T`.
+#[derive(Debug)]
+pub(crate) struct Held<T> {
+    // Fields drop in order: the lock is released before the entry is
+    // looked at for removal.
+    guard: OwnedMutexGuard<T>,
+    _leave: Leave<T>,
+}
+
+/// Removes an entry nobody holds or awaits any more; built before the wait
+/// for the lock, so that a cancelled wait cleans up too.
+#[derive(Debug)]
+struct Leave<T> {
+    entries: Entries<T>,
+    key: ObjectKey,
+    entry: Option<Arc<AsyncMutex<T>>>,
+}
+
+impl<T: Default> Table<T> {
+    /// Wait for the entry of `key`, created with `T::default()` if absent.
+    pub(crate) async fn lock(&self, key: ObjectKey) -> Held<T> {
+        let entry = {
+            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            entries.entry(key.clone()).or_default().clone()
+        };
+        let leave = Leave {
+            entries: self.entries.clone(),
+            key,
+            entry: Some(entry.clone()),
+        };
+        Held {
+            guard: entry.lock_owned().await,
+            _leave: leave,
+        }
+    }
+}
+
+impl<T> Table<T> {
+    /// Objects with a held or awaited entry.
+    pub(crate) fn len(&self) -> usize {
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+impl<T> std::ops::Deref for Held<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> std::ops::DerefMut for Held<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for Leave<T> {
     fn drop(&mut self) {
-        drop(self.guard.take());
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         // Drop our handle under the table lock: handles are only cloned
-        // under it, so a count of one means nobody holds or awaits the lock.
+        // under it, so a count of one means nobody holds or awaits the entry.
         drop(self.entry.take());
         if entries
             .get(&self.key)

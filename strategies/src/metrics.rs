@@ -29,6 +29,7 @@ pub struct WriteMetrics {
     fell_back: AtomicU64,
     rereads_from_cache: AtomicU64,
     rereads_by_get: AtomicU64,
+    rebased: AtomicU64,
     requests: [AtomicU64; 4],
     conflicts: AtomicU64,
     retries: AtomicU64,
@@ -55,6 +56,9 @@ pub struct MetricsSnapshot {
     pub rereads_from_cache: u64,
     /// Re-reads after a conflict that sent a `GET`.
     pub rereads_by_get: u64,
+    /// Writes that started from the copy this process's previous write of
+    /// the object stored (see [`Strict`](crate::Strict), "Taking turns").
+    pub rebased: u64,
     /// Requests by verb (see [`Verb::index`]).
     pub requests: [u64; 4],
     /// Conflicts met.
@@ -95,6 +99,8 @@ impl WriteMetrics {
             .fetch_add(u64::from(outcome.rereads_from_cache), Relaxed);
         self.rereads_by_get
             .fetch_add(u64::from(outcome.rereads_by_get), Relaxed);
+        self.rebased
+            .fetch_add(u64::from(outcome.rebased_on_own_write), Relaxed);
         for verb in Verb::ALL {
             let n = outcome.requests(verb);
             if n > 0 {
@@ -121,6 +127,7 @@ impl WriteMetrics {
             fell_back: self.fell_back.load(Relaxed),
             rereads_from_cache: self.rereads_from_cache.load(Relaxed),
             rereads_by_get: self.rereads_by_get.load(Relaxed),
+            rebased: self.rebased.load(Relaxed),
             requests: std::array::from_fn(|i| self.requests[i].load(Relaxed)),
             conflicts: self.conflicts.load(Relaxed),
             retries: self.retries.load(Relaxed),

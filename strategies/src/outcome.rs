@@ -67,6 +67,10 @@ pub struct Outcome {
     /// Re-reads after a conflict that sent a `GET` (also counted in
     /// [`requests`](Self::requests) under [`Verb::Get`]).
     pub rereads_by_get: u32,
+    /// The write started from the copy this process's previous write of the
+    /// same object stored, newer than the copy it was given (see
+    /// [`Strict`](crate::Strict), "Taking turns"): a conflict avoided.
+    pub rebased_on_own_write: bool,
 }
 
 impl Outcome {
@@ -84,6 +88,7 @@ impl Outcome {
             fell_back: false,
             rereads_from_cache: 0,
             rereads_by_get: 0,
+            rebased_on_own_write: false,
         }
     }
 

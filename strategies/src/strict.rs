@@ -17,7 +17,20 @@ use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 ///
 /// The patch lands only on the exact version it was computed from, so no
 /// writer's change — in this process or any other — is lost. A conflict
-/// costs one `GET` and one more `PATCH`.
+/// costs one more `PATCH`, and a `GET` unless the target's
+/// [fresh copies](crate::Target::with_fresh_copies) catch up first.
+///
+/// # Taking turns
+///
+/// Writes of this process to the same object take turns, and a write starts
+/// from the copy the previous turn got back from the API server when that
+/// is newer than its own (reported as
+/// [`Outcome::rebased_on_own_write`](crate::Outcome::rebased_on_own_write)).
+/// Two tasks writing one object at the same moment then cost two requests,
+/// as with `lax`, instead of a `409` and a third. The request still carries
+/// that copy's `resourceVersion` and uid, so a write from elsewhere in
+/// between still meets a conflict. `update` and `apply`'s guarded requests
+/// take the same turns.
 ///
 /// ```no_run
 /// # async fn demo(target: concord_strategies::Target, pod: kube::core::DynamicObject)

@@ -18,6 +18,7 @@ use crate::observed::meta;
 use crate::request::Request;
 use crate::retry::delay;
 use crate::session::{Answer, Session};
+use crate::turns;
 
 /// What a strategy does on `409 Conflict` (or a tripped guard).
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +33,37 @@ pub(crate) enum OnConflict<'p> {
 impl Session<'_> {
     /// Write `mutation` of `current` with requests shaped by `request`.
     /// `None` when the object is gone and that counts as done.
+    ///
+    /// A write that may re-read takes its turn among this process's writes
+    /// of the object first, and starts from the copy the previous turn
+    /// stored when that is newer (`turns.rs`).
     pub(crate) async fn drive(
+        &mut self,
+        current: Value,
+        mutation: &Mutation,
+        request: Request<'_>,
+        on_conflict: OnConflict<'_>,
+    ) -> Result<Option<Value>, Error> {
+        let OnConflict::Reread(_) = on_conflict else {
+            return self.attempts(current, mutation, request, on_conflict).await;
+        };
+        let mut turn = turns::take(self.key.clone()).await;
+        let current = match turn.newer_than(&current) {
+            Some(copy) => {
+                self.outcome.rebased_on_own_write = true;
+                copy
+            }
+            None => current,
+        };
+        let result = self.attempts(current, mutation, request, on_conflict).await;
+        if let Ok(Some(stored)) = &result {
+            turn.leave(stored);
+        }
+        result
+    }
+
+    /// [`drive`](Self::drive)'s loop of attempts.
+    async fn attempts(
         &mut self,
         mut current: Value,
         mutation: &Mutation,
