@@ -113,6 +113,7 @@ fn sent(outcome: &concord_strategies::Outcome) -> u32 {
     outcome.total_requests()
 }
 
+// ANCHOR: turns
 #[tokio::test]
 async fn two_tasks_writing_one_object_take_turns_without_a_conflict() -> anyhow::Result<()> {
     for (name, strategy) in [
@@ -148,6 +149,7 @@ async fn two_tasks_writing_one_object_take_turns_without_a_conflict() -> anyhow:
     }
     Ok(())
 }
+// ANCHOR_END: turns
 
 #[tokio::test]
 async fn a_write_from_another_process_between_turns_still_conflicts() -> anyhow::Result<()> {
