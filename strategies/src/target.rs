@@ -9,6 +9,7 @@ use kube::core::ApiResource;
 #[cfg(feature = "testing")]
 use crate::BeforeWrite;
 use crate::fresh::DEFAULT_FRESH_WAIT;
+use crate::turns::Turns;
 use crate::{FreshCopies, WriteMetrics};
 
 /// The field manager concord writes under unless told otherwise.
@@ -39,6 +40,7 @@ pub struct Target {
     pub(crate) transient: RetryPolicy,
     pub(crate) fresh: Option<Arc<dyn FreshCopies>>,
     pub(crate) fresh_wait: Duration,
+    pub(crate) turns: Option<Arc<Turns>>,
     #[cfg(feature = "testing")]
     pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
 }
@@ -54,6 +56,7 @@ impl Target {
             transient: RetryPolicy::transient(),
             fresh: None,
             fresh_wait: DEFAULT_FRESH_WAIT,
+            turns: None,
             #[cfg(feature = "testing")]
             before_write: None,
         }
@@ -102,6 +105,17 @@ impl Target {
         self
     }
 
+    /// Take turns (see [`Strict`](crate::Strict), "Taking turns") only
+    /// among this target's writes and its clones', not with the rest of the
+    /// process: the target then writes like another process would, meeting
+    /// the `409`s the others' writes cause. For tests and benchmarks that
+    /// stand for several writers in one process.
+    #[must_use]
+    pub fn with_separate_turns(mut self) -> Self {
+        self.turns = Some(Arc::new(Turns::default()));
+        self
+    }
+
     /// Call `hook` after a write body is computed and before it is sent.
     /// Meant for tests that need a competing write at exactly that point;
     /// only with the `testing` feature.
@@ -132,6 +146,7 @@ impl fmt::Debug for Target {
             .field("transient", &self.transient)
             .field("fresh", &self.fresh)
             .field("fresh_wait", &self.fresh_wait)
+            .field("separate_turns", &self.turns.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -23,16 +23,21 @@ use crate::fresh::is_newer;
 use crate::lock_table::{Held, Table};
 use crate::observed::meta;
 
+/// A table of turns: the process-wide one, or a target's own
+/// ([`Target::with_separate_turns`](crate::Target::with_separate_turns)).
+pub(crate) type Turns = Table<Option<Value>>;
+
 /// One object's turn, held until dropped.
 pub(crate) struct Turn {
     held: Held<Option<Value>>,
 }
 
-/// Wait for the turn of `key` among this process's writes.
-pub(crate) async fn take(key: ObjectKey) -> Turn {
-    static TABLE: OnceLock<Table<Option<Value>>> = OnceLock::new();
+/// Wait for the turn of `key` in `table`, or among this process's writes.
+pub(crate) async fn take(key: ObjectKey, table: Option<&Turns>) -> Turn {
+    static PROCESS: OnceLock<Turns> = OnceLock::new();
+    let table = table.unwrap_or_else(|| PROCESS.get_or_init(Turns::default));
     Turn {
-        held: TABLE.get_or_init(Table::default).lock(key).await,
+        held: table.lock(key).await,
     }
 }
 
@@ -80,10 +85,10 @@ mod tests {
     #[tokio::test]
     async fn a_turn_hands_a_newer_copy_of_the_same_object_to_the_next() {
         {
-            let mut first = take(key()).await;
+            let mut first = take(key(), None).await;
             assert_eq!(first.newer_than(&copy("u", "5")), None);
             let second = tokio::spawn(async {
-                let turn = take(key()).await;
+                let turn = take(key(), None).await;
                 (
                     turn.newer_than(&copy("u", "5")),
                     turn.newer_than(&copy("u", "7")),
@@ -99,6 +104,6 @@ mod tests {
             assert_eq!(recreated, None);
         }
         // Nobody waited after the last turn: nothing is kept.
-        assert_eq!(take(key()).await.newer_than(&copy("u", "1")), None);
+        assert_eq!(take(key(), None).await.newer_than(&copy("u", "1")), None);
     }
 }

@@ -47,7 +47,7 @@ impl Session<'_> {
         let OnConflict::Reread(_) = on_conflict else {
             return self.attempts(current, mutation, request, on_conflict).await;
         };
-        let mut turn = turns::take(self.key.clone()).await;
+        let mut turn = turns::take(self.key.clone(), self.target.turns.as_deref()).await;
         let current = match turn.newer_than(&current) {
             Some(copy) => {
                 self.outcome.rebased_on_own_write = true;

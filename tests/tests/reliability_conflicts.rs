@@ -69,6 +69,9 @@ async fn storm(name: StrategyName, policy: ConflictPolicy) -> anyhow::Result<()>
     }))?;
     let observed = cms.create(&PostParams::default(), &created).await?;
     let metrics = Arc::new(WriteMetrics::default());
+    // Each task stands for a writer of its own (another controller, another
+    // replica): it takes turns only with itself, so the 16 meet each other's
+    // conflicts as separate processes would.
     let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy))
         .with_target(|t| t.with_metrics(metrics.clone()));
 
@@ -76,7 +79,7 @@ async fn storm(name: StrategyName, policy: ConflictPolicy) -> anyhow::Result<()>
     let tasks: Vec<_> = (0..WRITERS)
         .map(|task| {
             let (writer, cms, object, mut seen) = (
-                writer.clone(),
+                writer.clone().with_target(|t| t.with_separate_turns()),
                 cms.clone(),
                 object.clone(),
                 observed.clone(),
