@@ -9,8 +9,12 @@ use kube::core::ObjectMeta;
 
 use crate::scenarios::BENCH_LABEL;
 
-/// How long a namespace may take to become usable or to go away.
+/// How long a namespace may take to become usable, and to go away when
+/// empty.
 const TIMEOUT: Duration = Duration::from_secs(180);
+/// How much longer its deletion may take per pod in it: the namespace
+/// controller deletes them a few hundred a second on two cores.
+const PER_POD: Duration = Duration::from_millis(20);
 
 /// Create a namespace for `contender` and wait for its default
 /// ServiceAccount, without which no pod can be created.
@@ -50,8 +54,8 @@ pub(crate) async fn create(
     anyhow::bail!("namespace {name} has no default ServiceAccount after {TIMEOUT:?}")
 }
 
-/// Delete the namespace `name` (its pods' finalizers must be gone) and
-/// wait until it is gone, so the next contender runs on a quiet server.
+/// Delete the namespace `name` holding `pods` pods (their finalizers must
+/// be gone) and wait until it is gone, so the next contender runs on a quiet server.
 ///
 /// The namespace controller deletes the pods server-side; a
 /// `deletecollection` from here would answer with all 10,000 deleted pods in
@@ -59,16 +63,18 @@ pub(crate) async fn create(
 ///
 /// # Errors
 ///
-/// When a request fails or the namespace outlives [`TIMEOUT`].
-pub(crate) async fn delete(client: &Client, name: &str) -> anyhow::Result<()> {
+/// When a request fails or the namespace outlives [`TIMEOUT`] plus
+/// [`PER_POD`] for each pod.
+pub(crate) async fn delete(client: &Client, name: &str, pods: u32) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces.delete(name, &DeleteParams::default()).await?;
-    let deadline = Instant::now() + TIMEOUT;
+    let timeout = TIMEOUT + PER_POD * pods;
+    let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if namespaces.get_opt(name).await?.is_none() {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    anyhow::bail!("namespace {name} still exists {TIMEOUT:?} after its deletion")
+    anyhow::bail!("namespace {name} still exists {timeout:?} after its deletion")
 }

@@ -158,7 +158,7 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
             figures[i].push(f);
         }
         setup::strip_finalizers(&pods, &with_finalizers).await?;
-        namespace::delete(&setting.client, &ns).await?;
+        namespace::delete(&setting.client, &ns, per_round).await?;
     }
     let mut results: Vec<StrategyResult> = contenders
         .iter()
