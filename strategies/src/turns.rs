@@ -1,6 +1,6 @@
-//! Turns: the writes of this process that re-read after a conflict
-//! (`strict` and `update` with a retry policy, `apply`'s guarded requests)
-//! take turns per object, and each starts from the copy the previous turn
+//! Turns: the writes of this process that may re-read after a conflict
+//! (`strict` and `update` under either conflict policy, `apply`'s guarded
+//! requests; not `lax` or `locked`) take turns per object, and each starts from the copy the previous turn
 //! stored when that copy is newer than its own.
 //!
 //! Two tasks of one controller writing the same object at the same moment
