@@ -72,6 +72,8 @@ pub(crate) struct WriteRegistry {
     metrics: Mutex<BTreeMap<(String, StrategyName), Arc<WriteMetrics>>>,
     caches: Arc<Caches>,
     fresh_wait: Duration,
+    /// The resources writers were built for, in the order first asked.
+    resources: Mutex<Vec<ResourceKey>>,
 }
 
 impl std::fmt::Debug for WriteRegistry {
@@ -91,6 +93,7 @@ impl WriteRegistry {
             metrics: Mutex::new(BTreeMap::new()),
             caches: Arc::default(),
             fresh_wait: DEFAULT_FRESH_WAIT,
+            resources: Mutex::default(),
         }
     }
 
@@ -112,6 +115,15 @@ impl WriteRegistry {
         let resource = ApiResource::erase::<K>(dyntype);
         let key = resource_key(&resource);
         let row = self.table.for_resource(&key);
+        {
+            let mut resources = self
+                .resources
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !resources.contains(&key) {
+                resources.push(key.clone());
+            }
+        }
         let label = key.to_string();
         let cells = Operation::ALL.map(|operation| {
             let choice = row.get(operation);
@@ -136,6 +148,15 @@ impl WriteRegistry {
         metrics
             .entry((resource.to_owned(), strategy))
             .or_default()
+            .clone()
+    }
+
+    /// The resources writers have been built for so far (at start-up: the
+    /// controllers' own).
+    pub(crate) fn resources(&self) -> Vec<ResourceKey> {
+        self.resources
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 

@@ -1,12 +1,12 @@
-use async_trait::async_trait;
 use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 use serde_json::{Map, Value, json};
 
 use crate::field_manager::manager_for;
+use crate::plan::{How, Plan};
 use crate::request::{Body, Request, guarded_removal};
 use crate::session::{Answer, Session};
 use crate::write_loop::OnConflict;
-use crate::{Error, Intent, Mutation, Observed, Target, WriteStrategy, Written};
+use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
 
 /// `apply`: server-side apply with a field manager per intent, so each
 /// owner's finalizer, label or annotation is an entry of its own.
@@ -44,8 +44,11 @@ use crate::{Error, Intent, Mutation, Observed, Target, WriteStrategy, Written};
 /// `fell_back` metric. A status fragment is owned by a manager named
 /// after the fields it sets: a later fragment setting the same fields but
 /// omitting a nested one releases that nested field.
-/// Conditions are applied as one list entry, which replaces the list on
-/// custom resources that do not declare `conditions` a map list.
+/// A condition is applied as one list entry only where the observed
+/// managed fields show `status.conditions` to be a map list keyed by
+/// `type`; otherwise (an atomic list, a CRD's default, or nothing to tell
+/// by yet) it goes as the guarded patch, since applying one entry to an
+/// atomic list would replace every other manager's.
 ///
 /// ```no_run
 /// # async fn demo(target: concord_strategies::Target, pod: kube::core::DynamicObject)
@@ -74,27 +77,27 @@ impl Apply {
     }
 }
 
-#[async_trait]
 impl WriteStrategy for Apply {
-    fn name(&self) -> StrategyName {
-        StrategyName::Apply
+    fn plan(&self) -> Plan<'_> {
+        Plan {
+            name: StrategyName::Apply,
+            verbs: &["get", "patch"],
+            how: How::Apply(&self.retry),
+        }
     }
+}
 
-    fn verbs(&self) -> &'static [&'static str] {
-        &["get", "patch"]
-    }
-
-    async fn write_json(
-        &self,
-        target: &Target,
-        observed: Observed,
-        mutation: &Mutation,
-    ) -> Result<Written<Value>, Error> {
-        let observed = observed.into_json();
-        let mut session = Session::start(StrategyName::Apply, target, &observed, mutation)?;
-        let result = run(&mut session, &self.retry, observed, mutation).await;
-        session.finish(result)
-    }
+/// An `apply` write of `mutation` to `observed`, its guarded fallback
+/// retried within `retry`.
+pub(crate) async fn write(
+    target: &Target,
+    observed: Value,
+    mutation: &Mutation,
+    retry: &RetryPolicy,
+) -> Result<Written<Value>, Error> {
+    let mut session = Session::start(StrategyName::Apply, target, &observed, mutation)?;
+    let result = run(&mut session, retry, observed, mutation).await;
+    session.finish(result)
 }
 
 async fn run(
@@ -126,10 +129,18 @@ async fn run(
         }
         return owned(session, observed).await;
     }
-    if changes(session, &observed, mutation)? > 1 {
+    let atomic_conditions = mutation
+        .intents()
+        .iter()
+        .any(|i| matches!(i, Intent::SetCondition(_)))
+        && !conditions_are_a_map_list(&observed);
+    if atomic_conditions || changes(session, &observed, mutation)? > 1 {
         // One apply request carries one field manager, and each intent has
         // its own: several changes go as one guarded patch instead, so that
-        // the mutation lands whole or not at all.
+        // the mutation lands whole or not at all. A condition goes the same
+        // way unless `status.conditions` is known to be a map list: applied
+        // to an atomic list (a CRD's default), one entry would replace
+        // every other manager's.
         session.outcome.fell_back = true;
         let policy = ConflictPolicy::Retry(*retry);
         return session
@@ -269,6 +280,19 @@ async fn remove(
         .await
 }
 
+/// Whether `object`'s managed fields show `status.conditions` as a map
+/// list (entries keyed `k:{"type":…}`), so that applying one entry leaves
+/// the others alone. Anything else — an atomic list, no conditions yet, no
+/// managed fields — is not known to be one.
+fn conditions_are_a_map_list(object: &Value) -> bool {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["fieldsV1"]["f:status"]["f:conditions"].as_object())
+        .any(|fields| fields.keys().any(|key| key.starts_with("k:")))
+}
+
 /// Whether `manager` applied fields of `object`.
 fn applies_as(object: &Value, manager: &str) -> bool {
     object["metadata"]["managedFields"]
@@ -321,6 +345,23 @@ fn config(session: &Session<'_>, current: &Value, owned: Option<(&Intent, &Value
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_keyed_condition_entries_show_a_map_list() {
+        let with = |fields: Value| {
+            json!({"metadata": {"managedFields": [
+                {"manager": "m", "fieldsV1": {"f:status": {"f:conditions": fields}}}
+            ]}})
+        };
+        assert!(conditions_are_a_map_list(&with(
+            json!({"k:{\"type\":\"Ready\"}": {}})
+        )));
+        assert!(!conditions_are_a_map_list(&with(json!({}))), "atomic");
+        assert!(
+            !conditions_are_a_map_list(&json!({"metadata": {}})),
+            "nothing to tell by"
+        );
+    }
 
     #[test]
     fn status_deletions_are_detected() {

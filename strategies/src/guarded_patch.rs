@@ -65,25 +65,24 @@ fn without_entries(object: &Value) -> Value {
     rest
 }
 
-/// `old` becomes `new` by removing entries and appending others: test and
-/// remove from the highest index down, then append. `None` for a reorder.
+/// `old` becomes `new` by removing entries and appending others: test the
+/// list if appending, test and remove from the highest index down, then
+/// append. `None` for a reorder.
 fn list_ops(base: &str, old: &[Value], new: &[Value], ops: &mut Vec<Value>) -> Option<()> {
-    let mut kept = 0;
-    let mut removed = Vec::new();
-    for (index, entry) in old.iter().enumerate() {
-        if new.get(kept) == Some(entry) {
-            kept += 1;
-        } else {
-            removed.push((index, entry));
-        }
-    }
+    let (removed, kept) = crate::change::split_kept(old, new);
     let appended = &new[kept..];
     if appended.iter().any(|entry| old.contains(entry)) {
         return None;
     }
-    for (index, entry) in removed.into_iter().rev() {
+    if !appended.is_empty() {
+        // An entry is appended only where it is still absent: the whole
+        // list is tested, so a retry after a write that did commit, or a
+        // concurrent add of the same entry, never stores a duplicate.
+        ops.push(json!({"op": "test", "path": base, "value": old}));
+    }
+    for index in removed.into_iter().rev() {
         let path = format!("{base}/{index}");
-        ops.push(json!({"op": "test", "path": path, "value": entry}));
+        ops.push(json!({"op": "test", "path": path, "value": old[index]}));
         ops.push(json!({"op": "remove", "path": path}));
     }
     for entry in appended {

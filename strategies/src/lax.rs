@@ -1,10 +1,9 @@
-use async_trait::async_trait;
 use concord_featuregates::StrategyName;
-use serde_json::Value;
 
+use crate::WriteStrategy;
+use crate::plan::Plan;
 use crate::request::Request;
-use crate::write_loop::{OnConflict, write};
-use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
+use crate::write_loop::OnConflict;
 
 /// `lax`: a JSON merge patch computed from the observed object, with no
 /// precondition.
@@ -25,33 +24,16 @@ use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Lax;
 
-#[async_trait]
 impl WriteStrategy for Lax {
-    fn name(&self) -> StrategyName {
-        StrategyName::Lax
-    }
-
-    fn verbs(&self) -> &'static [&'static str] {
-        &["get", "patch"]
-    }
-
-    async fn write_json(
-        &self,
-        target: &Target,
-        observed: Observed,
-        mutation: &Mutation,
-    ) -> Result<Written<Value>, Error> {
+    fn plan(&self) -> Plan<'_> {
         // Without a precondition the server has nothing to conflict on; a
         // 409 is reported rather than passed off as success.
-        let observed = observed.into_json();
-        write(
+        let request = Request::Merge;
+        Plan::new(
             StrategyName::Lax,
-            target,
-            observed,
-            mutation,
-            Request::Merge,
+            &["get", "patch"],
+            request,
             OnConflict::Fail,
         )
-        .await
     }
 }

@@ -12,10 +12,12 @@
 //! | [`Locked`] | in-process mutex around GET → merge patch | tasks of this process only | GET per write, serialised |
 //! | [`Apply`] | server-side apply, a field manager per intent | every writer | managedFields; typed intents only |
 //!
-//! Every strategy runs one write loop (mutate, skip if unchanged, send,
-//! classify, back off and re-read on conflict, record): `write_loop.rs`
+//! Every strategy describes its write as a plan (`plan.rs`: how its
+//! request is built, whether it reads first, what a conflict means) and one
+//! runner carries every plan out: `write_loop.rs` starts each write and
 //! handles conflicts, `session.rs` sends and retries transient failures,
-//! `request.rs` says how each strategy's request is built.
+//! `request.rs` says how each request is built, `change.rs` what a typed
+//! mutation changed.
 //!
 //! Pick one by name with [`try_strategy_for`] (or [`strategy_for`]), wrap it in a typed [`Writer`],
 //! and read what each write cost in its [`Outcome`]; aggregate with
@@ -36,6 +38,7 @@
 mod apply;
 #[cfg(feature = "testing")]
 mod before_write;
+mod change;
 mod error;
 mod field_manager;
 mod fresh;
@@ -52,6 +55,7 @@ mod mutation;
 mod object_key;
 mod observed;
 mod outcome;
+mod plan;
 mod request;
 mod retry;
 mod server_version;
@@ -93,6 +97,8 @@ pub use object_key::ObjectKey;
 pub use observed::Observed;
 #[doc(inline)]
 pub use outcome::{Outcome, Verb, Written};
+#[doc(hidden)]
+pub use plan::Plan;
 #[doc(inline)]
 pub use retry::{RetriedByStrategy, retried_by_strategy};
 #[doc(inline)]

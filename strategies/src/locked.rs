@@ -1,13 +1,11 @@
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use concord_featuregates::StrategyName;
-use serde_json::Value;
 
+use crate::plan::{Plan, Read};
 use crate::request::Request;
-use crate::session::Session;
 use crate::write_loop::OnConflict;
-use crate::{Error, LockTable, Mutation, Observed, Target, WriteStrategy, Written};
+use crate::{LockTable, WriteStrategy};
 
 /// `locked`: an in-process async mutex per object around a fresh `GET`,
 /// the mutation, and a merge patch without a resourceVersion.
@@ -59,38 +57,17 @@ impl Default for Locked {
     }
 }
 
-#[async_trait]
 impl WriteStrategy for Locked {
-    fn name(&self) -> StrategyName {
-        StrategyName::Locked
-    }
-
-    fn verbs(&self) -> &'static [&'static str] {
-        &["get", "patch"]
-    }
-
-    async fn write_json(
-        &self,
-        target: &Target,
-        observed: Observed,
-        mutation: &Mutation,
-    ) -> Result<Written<Value>, Error> {
-        let mut session = Session::start(StrategyName::Locked, target, observed.json(), mutation)?;
-        let result = {
-            let _held = self.table.lock(session.key.clone()).await;
-            // The uid guards against a recreated object; deliberately no
-            // resourceVersion — that would make this `strict`.
-            match session.get().await {
-                Ok(Some(fresh)) => {
-                    let request = Request::MergeWithUid;
-                    session
-                        .drive(fresh, mutation, request, OnConflict::Fail)
-                        .await
-                }
-                Ok(None) => session.gone().map(|()| None),
-                Err(err) => Err(err),
-            }
-        };
-        session.finish(result)
+    fn plan(&self) -> Plan<'_> {
+        // The uid guards against a recreated object; deliberately no
+        // resourceVersion — that would make this `strict`.
+        let request = Request::MergeWithUid;
+        Plan::new(
+            StrategyName::Locked,
+            &["get", "patch"],
+            request,
+            OnConflict::Fail,
+        )
+        .reading(Read::Always, Some(&self.table))
     }
 }

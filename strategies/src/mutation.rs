@@ -70,10 +70,24 @@ impl Mutation {
         })
     }
 
-    /// An arbitrary change to the typed object `K` (main resource). The
-    /// object goes through JSON, so fields `K` does not know are lost only
-    /// if `K` drops unknown fields; k8s-openapi types keep every field the
-    /// server sends for their version.
+    /// An arbitrary change to the typed object `K` (main resource).
+    ///
+    /// The closure sees `K`'s view of the object, and only its *change* is
+    /// written: the difference between the view before and after the
+    /// closure is applied to the object as stored. A field `K` does not
+    /// know (a CRD whose Rust type lags its schema, a built-in field newer
+    /// than `k8s-openapi`) is never in the request and never lost, whatever
+    /// copy the strategy starts from.
+    ///
+    /// ```
+    /// use concord_strategies::Mutation;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// let tag = Mutation::typed(|cm: &mut ConfigMap| {
+    ///     cm.data.get_or_insert_default().insert("tier".into(), "web".into());
+    /// });
+    /// # let _ = tag;
+    /// ```
     pub fn typed<K, F>(f: F) -> Self
     where
         K: Serialize + DeserializeOwned,
@@ -83,8 +97,10 @@ impl Mutation {
             status: false,
             closure: Arc::new(move |v| {
                 let mut typed: K = serde_json::from_value(v.clone())?;
+                let before = serde_json::to_value(&typed)?;
                 f(&mut typed);
-                *v = serde_json::to_value(&typed)?;
+                let after = serde_json::to_value(&typed)?;
+                crate::change::apply_change(v, &before, &after);
                 Ok(())
             }),
         })
@@ -198,6 +214,21 @@ mod tests {
         let m =
             Mutation::from(Intent::MergeStatus(json!({"a": 1}))).with(Intent::set_label("a", "b"));
         assert_eq!(m.is_status(), None);
+    }
+
+    #[test]
+    fn typed_closure_writes_its_change_and_keeps_what_its_type_lacks() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let m = Mutation::typed(|cm: &mut ConfigMap| {
+            cm.data
+                .get_or_insert_default()
+                .insert("k".into(), "v".into());
+        });
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "newerField": {"kept": true}});
+        let next = m.apply(&obj).unwrap().unwrap();
+        assert_eq!(next["data"], json!({"k": "v"}));
+        assert_eq!(next["newerField"], json!({"kept": true}));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::change::{diff, json_patch};
 use crate::guarded_patch::{escape, guarded_patch};
 use crate::merge_patch::{merge_diff, set_metadata};
 use crate::observed::meta;
@@ -59,7 +60,18 @@ impl Request<'_> {
             })
         };
         Ok(match self {
-            Request::Merge => merge_diff(current, &next).map(Body::Merge),
+            Request::Merge => match merge_diff(current, &next) {
+                None => None,
+                // A merge patch would replace the list whole, entries this
+                // write did not change (and fields a typed copy lacks)
+                // included: send exactly the changed entries instead,
+                // each tested, so a concurrent change to them is refused
+                // rather than overwritten.
+                Some(patch) if replaces_object_list(&patch) => Some(Body::Json(Value::Array(
+                    json_patch(&diff(current, &next), true),
+                ))),
+                Some(patch) => Some(Body::Merge(patch)),
+            },
             Request::MergeWithUid => merge_diff(current, &next).map(|mut patch| {
                 if let Some(uid) = meta(current, "uid") {
                     set_metadata(&mut patch, "uid", uid);
@@ -68,6 +80,18 @@ impl Request<'_> {
             }),
             Request::MergeWithVersion => match merge_diff(current, &next) {
                 None => None,
+                Some(patch) if replaces_object_list(&patch) => {
+                    // The same precondition in JSON-patch form: the
+                    // patched object carries the observed version, so
+                    // the server answers 409 if the object moved on.
+                    let mut ops = Vec::new();
+                    if let Some(uid) = meta(current, "uid") {
+                        ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
+                    }
+                    ops.push(json!({"op": "replace", "path": "/metadata/resourceVersion", "value": version()?}));
+                    ops.extend(json_patch(&diff(current, &next), false));
+                    Some(Body::Json(Value::Array(ops)))
+                }
                 Some(mut patch) => {
                     set_metadata(&mut patch, "resourceVersion", version()?);
                     if let Some(uid) = meta(current, "uid") {
@@ -92,12 +116,6 @@ impl Request<'_> {
         })
     }
 
-    /// Whether a `422` means a guard tripped (retry on a fresh read) rather
-    /// than a rejected body.
-    pub(crate) fn invalid_means_conflict(self) -> bool {
-        matches!(self, Request::GuardedRemoval(_) | Request::Guarded)
-    }
-
     /// Whether the request carries the observed uid, so that a `422` may
     /// mean the object was recreated.
     pub(crate) fn carries_uid(self) -> bool {
@@ -105,39 +123,65 @@ impl Request<'_> {
     }
 }
 
+impl Body {
+    /// Whether a `422` to this body may mean a `test` tripped (retry on a
+    /// fresh read) rather than a rejected body: every JSON patch concord
+    /// sends is guarded.
+    pub(crate) fn invalid_means_conflict(&self) -> bool {
+        matches!(self, Body::Json(_))
+    }
+}
+
+/// Whether a merge patch sets a list holding objects: it would replace the
+/// list whole, with every entry's content taken from the observed copy.
+fn replaces_object_list(patch: &Value) -> bool {
+    match patch {
+        Value::Array(entries) => entries.iter().any(Value::is_object),
+        Value::Object(map) => map.values().any(replaces_object_list),
+        _ => false,
+    }
+}
+
 /// JSON patch ops removing `intent`'s entry from `object` only if the
-/// object, and the entry at that exact place, are still what we saw.
+/// object, and the entry at each place it is, are still what we saw: every
+/// copy of a finalizer goes (the API server allows duplicates).
 /// `None` if the entry is absent.
 pub(crate) fn guarded_removal(intent: &Intent, object: &Value) -> Option<Value> {
     let metadata = object.get("metadata")?;
-    let (path, value) = match intent {
-        Intent::RemoveFinalizer(name) => {
-            let index = metadata
-                .get("finalizers")?
-                .as_array()?
-                .iter()
-                .position(|f| f.as_str() == Some(name))?;
-            (format!("/metadata/finalizers/{index}"), json!(name))
-        }
-        Intent::RemoveLabel(key) => {
-            let value = metadata.get("labels")?.get(key)?;
-            (format!("/metadata/labels/{}", escape(key)), value.clone())
-        }
-        Intent::RemoveAnnotation(key) => {
-            let value = metadata.get("annotations")?.get(key)?;
-            (
-                format!("/metadata/annotations/{}", escape(key)),
-                value.clone(),
-            )
-        }
-        _ => return None,
-    };
     let mut ops = Vec::new();
     if let Some(uid) = meta(object, "uid") {
         ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
     }
-    ops.push(json!({"op": "test", "path": path, "value": value}));
-    ops.push(json!({"op": "remove", "path": path}));
+    let mut remove = |path: String, value: Value| {
+        ops.push(json!({"op": "test", "path": path, "value": value}));
+        ops.push(json!({"op": "remove", "path": path}));
+    };
+    match intent {
+        Intent::RemoveFinalizer(name) => {
+            let list = metadata.get("finalizers")?.as_array()?;
+            let copies: Vec<usize> = (0..list.len())
+                .filter(|&i| list[i].as_str() == Some(name))
+                .collect();
+            if copies.is_empty() {
+                return None;
+            }
+            for index in copies.into_iter().rev() {
+                remove(format!("/metadata/finalizers/{index}"), json!(name));
+            }
+        }
+        Intent::RemoveLabel(key) => {
+            let value = metadata.get("labels")?.get(key)?;
+            remove(format!("/metadata/labels/{}", escape(key)), value.clone());
+        }
+        Intent::RemoveAnnotation(key) => {
+            let value = metadata.get("annotations")?.get(key)?;
+            remove(
+                format!("/metadata/annotations/{}", escape(key)),
+                value.clone(),
+            );
+        }
+        _ => return None,
+    }
     Some(Value::Array(ops))
 }
 
@@ -163,6 +207,41 @@ mod tests {
                 {"op": "test", "path": "/metadata/finalizers/1", "value": "b"},
                 {"op": "remove", "path": "/metadata/finalizers/1"},
             ])
+        );
+    }
+
+    #[test]
+    fn guarded_removal_takes_out_every_copy() {
+        let ops = guarded_removal(&Intent::remove_finalizer("b"), &pod(&["b", "a", "b"])).unwrap();
+        let removed: Vec<&str> = ops
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|op| op["op"] == "remove")
+            .map(|op| op["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            removed,
+            ["/metadata/finalizers/2", "/metadata/finalizers/0"]
+        );
+    }
+
+    #[test]
+    fn strict_sends_changed_list_entries_not_the_list() {
+        let mut current = pod(&[]);
+        current["status"] = json!({"conditions": [{"type": "A", "status": "False"}, {"type": "B", "status": "True"}]});
+        let mut next = current.clone();
+        next["status"]["conditions"][0]["status"] = json!("True");
+        let body = Request::MergeWithVersion
+            .build(&key(), &current, next)
+            .unwrap();
+        assert_eq!(
+            body,
+            Some(Body::Json(json!([
+                {"op": "test", "path": "/metadata/uid", "value": "u1"},
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "7"},
+                {"op": "replace", "path": "/status/conditions/0/status", "value": "True"},
+            ])))
         );
     }
 

@@ -113,7 +113,11 @@ pub(crate) fn classify(err: &kube::Error) -> Class {
         .map(|s| Duration::from_secs(u64::from(s)));
     match status.code {
         409 => Class::Conflict,
-        404 => Class::NotFound,
+        // The object is missing only if the server says so; a bare 404
+        // ("404 page not found") means the resource or version is not
+        // served, which no retry and no "gone" can settle.
+        404 if status.reason == "NotFound" => Class::NotFound,
+        404 => Class::Permanent,
         422 => Class::Invalid,
         429 | 500 | 502 | 503 | 504 => Class::Transient(retry_after),
         _ => Class::Permanent,
@@ -140,7 +144,18 @@ mod tests {
     use kube::core::Status;
 
     fn api(code: u16) -> kube::Error {
-        kube::Error::Api(Status::failure("x", "y").with_code(code).boxed())
+        let reason = if code == 404 { "NotFound" } else { "y" };
+        kube::Error::Api(Status::failure("x", reason).with_code(code).boxed())
+    }
+
+    #[test]
+    fn a_404_without_not_found_is_an_unserved_resource() {
+        let err = kube::Error::Api(
+            Status::failure("404 page not found", "Failed to parse error data")
+                .with_code(404)
+                .boxed(),
+        );
+        assert_eq!(classify(&err), Class::Permanent);
     }
 
     #[test]

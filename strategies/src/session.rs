@@ -26,6 +26,16 @@ pub(crate) enum Answer {
     Invalid(Box<kube::Error>),
 }
 
+/// One sending of a body: the answer, or a transient failure to wait out.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    Answer(Answer),
+    Transient {
+        error: kube::Error,
+        after: Option<std::time::Duration>,
+    },
+}
+
 /// One call of `WriteStrategy::write_json`.
 pub(crate) struct Session<'a> {
     pub(crate) target: &'a Target,
@@ -169,41 +179,59 @@ impl<'a> Session<'a> {
     /// Send `body` (to the status subresource for a status mutation),
     /// retrying transient failures within the target's policy.
     pub(crate) async fn send(&mut self, body: &Body) -> Result<Answer, Error> {
-        let (verb, request) = self.http(body)?;
-        #[cfg(feature = "testing")]
-        if let Some(hook) = &self.target.before_write {
-            hook.before_write(&self.key, self.writes).await;
-        }
-        self.writes += 1;
         let mut transient = 0;
+        let mut retry = false;
         loop {
-            self.outcome.requests[verb.index()] += 1;
-            let (err, header) = match call(&self.target.client, request.clone()).await {
-                Ok(stored) => return Ok(Answer::Stored(stored)),
-                Err(failed) => failed,
-            };
-            match classify(&err) {
-                Class::Conflict => return Ok(Answer::Conflict),
-                Class::NotFound => return Ok(Answer::NotFound),
-                Class::Invalid => return Ok(Answer::Invalid(Box::new(err))),
-                Class::Transient(after) => {
-                    self.wait_transient(&mut transient, after.max(header), err)
-                        .await?;
-                }
-                Class::Permanent => {
-                    return Err(Error::Rejected {
-                        object: self.key.clone(),
-                        source: Box::new(err),
-                    });
-                }
-                Class::Transport => {
-                    return Err(Error::Request {
-                        object: self.key.clone(),
-                        source: Box::new(err),
-                    });
+            match self.send_once(body, retry).await? {
+                Sent::Answer(answer) => return Ok(answer),
+                Sent::Transient { error, after } => {
+                    self.wait_transient(&mut transient, after, error).await?;
+                    retry = true;
                 }
             }
         }
+    }
+
+    /// Send `body` once; a transient failure comes back for the caller to
+    /// wait out (the write loop does so without holding its turn). `retry`
+    /// says this is the same write sent again after such a failure.
+    pub(crate) async fn send_once(&mut self, body: &Body, retry: bool) -> Result<Sent, Error> {
+        let (verb, request) = self.http(body)?;
+        if !retry {
+            #[cfg(feature = "testing")]
+            if let Some(hook) = &self.target.before_write {
+                hook.before_write(&self.key, self.writes).await;
+            }
+            self.writes += 1;
+        }
+        self.outcome.requests[verb.index()] += 1;
+        let (err, header) = match call(&self.target.client, request).await {
+            Ok(stored) => return Ok(Sent::Answer(Answer::Stored(stored))),
+            Err(failed) => failed,
+        };
+        Ok(Sent::Answer(match classify(&err) {
+            Class::Conflict => Answer::Conflict,
+            Class::NotFound => Answer::NotFound,
+            Class::Invalid => Answer::Invalid(Box::new(err)),
+            Class::Transient(after) => {
+                return Ok(Sent::Transient {
+                    error: err,
+                    after: after.max(header),
+                });
+            }
+            Class::Permanent => {
+                return Err(Error::Rejected {
+                    object: self.key.clone(),
+                    source: Box::new(err),
+                });
+            }
+            Class::Transport => {
+                return Err(Error::Request {
+                    object: self.key.clone(),
+                    source: Box::new(err),
+                });
+            }
+        }))
     }
 
     /// The HTTP request carrying `body`, and the verb it counts as.
@@ -260,7 +288,7 @@ impl<'a> Session<'a> {
         Ok((verb, request.map_err(|e| self.build_failed(e))?))
     }
 
-    async fn wait_transient(
+    pub(crate) async fn wait_transient(
         &mut self,
         transient: &mut u32,
         after: Option<std::time::Duration>,

@@ -5,6 +5,7 @@ use concord_featuregates::{ConflictPolicy, StrategyName};
 use kube::core::DynamicObject;
 use serde_json::Value;
 
+use crate::plan::Plan;
 use crate::{
     Apply, Error, Lax, Locked, Mutation, ObjectKey, Observed, Strict, Target, Update, Written,
 };
@@ -16,10 +17,11 @@ use crate::{
 /// [`Writer`](crate::Writer) converts once on the way in and once on the
 /// way out; [`write`](Self::write) does the same for [`DynamicObject`]s.
 ///
-/// Every built-in strategy runs the same write loop (mutate, skip if
-/// unchanged, send, classify, back off and re-read on conflict, record); a
-/// strategy only decides how its request is built and whether it may
-/// re-read.
+/// Every strategy describes its writes as a plan (how its request is
+/// built, whether it reads first, what a conflict means) and one runner
+/// carries every plan out: mutate, skip if unchanged, send, classify, back
+/// off and re-read on conflict, record. The trait is implemented by
+/// concord's strategies only.
 ///
 /// # Guarantees
 ///
@@ -47,12 +49,22 @@ use crate::{
 /// ```
 #[async_trait]
 pub trait WriteStrategy: Send + Sync + std::fmt::Debug {
+    /// The strategy's description of its writes, which one runner carries
+    /// out. Its type is concord's own: the strategies are the five (and
+    /// the refused one) this crate builds.
+    #[doc(hidden)]
+    fn plan(&self) -> Plan<'_>;
+
     /// The strategy's name, as in configuration and metrics.
-    fn name(&self) -> StrategyName;
+    fn name(&self) -> StrategyName {
+        self.plan().name
+    }
 
     /// The RBAC verbs on the written resource this strategy needs, besides
     /// the `list` and `watch` a controller needs anyway.
-    fn verbs(&self) -> &'static [&'static str];
+    fn verbs(&self) -> &'static [&'static str] {
+        self.plan().verbs
+    }
 
     /// Apply `mutation` to the object last seen as `observed` and write it
     /// to `target`; the written object comes back as JSON.
@@ -61,7 +73,9 @@ pub trait WriteStrategy: Send + Sync + std::fmt::Debug {
         target: &Target,
         observed: Observed,
         mutation: &Mutation,
-    ) -> Result<Written<Value>, Error>;
+    ) -> Result<Written<Value>, Error> {
+        crate::write_loop::run(self.plan(), target, observed, mutation).await
+    }
 
     /// Apply `mutation` to the object last seen as `observed` (typically
     /// from a reflector cache) and write it to `target`.
@@ -151,27 +165,9 @@ struct Refused {
     reason: &'static str,
 }
 
-#[async_trait]
 impl WriteStrategy for Refused {
-    fn name(&self) -> StrategyName {
-        self.name
-    }
-
-    fn verbs(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    async fn write_json(
-        &self,
-        _target: &Target,
-        _observed: Observed,
-        _mutation: &Mutation,
-    ) -> Result<Written<Value>, Error> {
-        Err(Error::UnsupportedStrategy {
-            strategy: self.name,
-            policy: self.policy.clone(),
-            reason: self.reason,
-        })
+    fn plan(&self) -> Plan<'_> {
+        Plan::refused(self.name, self.policy.clone(), self.reason)
     }
 }
 

@@ -1,10 +1,9 @@
-use async_trait::async_trait;
 use concord_featuregates::{ConflictPolicy, StrategyName};
-use serde_json::Value;
 
+use crate::WriteStrategy;
+use crate::plan::Plan;
 use crate::request::Request;
-use crate::write_loop::{OnConflict, write};
-use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
+use crate::write_loop::OnConflict;
 
 /// `strict`: the `lax` merge patch plus the observed
 /// `metadata.resourceVersion` and `metadata.uid` — an optimistic lock.
@@ -53,33 +52,16 @@ impl Strict {
     }
 }
 
-#[async_trait]
 impl WriteStrategy for Strict {
-    fn name(&self) -> StrategyName {
-        StrategyName::Strict
-    }
-
-    fn verbs(&self) -> &'static [&'static str] {
-        &["get", "patch"]
-    }
-
-    async fn write_json(
-        &self,
-        target: &Target,
-        observed: Observed,
-        mutation: &Mutation,
-    ) -> Result<Written<Value>, Error> {
-        let (request, on_conflict) = (Request::MergeWithVersion, OnConflict::Reread(&self.policy));
-        let observed = observed.into_json();
-        write(
+    fn plan(&self) -> Plan<'_> {
+        let on_conflict = OnConflict::Reread(&self.policy);
+        let request = Request::MergeWithVersion;
+        Plan::new(
             StrategyName::Strict,
-            target,
-            observed,
-            mutation,
+            &["get", "patch"],
             request,
             on_conflict,
         )
-        .await
     }
 }
 
@@ -87,7 +69,7 @@ impl WriteStrategy for Strict {
 mod tests {
     use super::*;
     use crate::mock::{config_map, object, status, target};
-    use crate::{Intent, Verb};
+    use crate::{Error, Intent, Mutation, Verb};
     use concord_featuregates::RetryPolicy;
     use serde_json::json;
 

@@ -15,6 +15,7 @@
 //! is kept once no write of the object is running or waiting.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -32,13 +33,21 @@ pub(crate) struct Turn {
     held: Held<Option<Value>>,
 }
 
-/// Wait for the turn of `key` in `table`, or among this process's writes.
-pub(crate) async fn take(key: ObjectKey, table: Option<&Turns>) -> Turn {
+/// How long a write waits for its turn before it goes without one. A turn
+/// is held for one request at most, so a long wait means a queue of
+/// writers; going without a turn is safe (the request still carries its
+/// preconditions), it only forgoes starting from a sibling's answer.
+pub(crate) const TURN_WAIT: Duration = Duration::from_secs(2);
+
+/// Wait for the turn of `key` in `table`, or among this process's writes;
+/// `None` after [`TURN_WAIT`].
+pub(crate) async fn take(key: ObjectKey, table: Option<&Turns>) -> Option<Turn> {
     static PROCESS: OnceLock<Turns> = OnceLock::new();
     let table = table.unwrap_or_else(|| PROCESS.get_or_init(Turns::default));
-    Turn {
-        held: table.lock(key).await,
-    }
+    let held = tokio::time::timeout(TURN_WAIT, table.lock(key))
+        .await
+        .ok()?;
+    Some(Turn { held })
 }
 
 impl Turn {
@@ -53,8 +62,9 @@ impl Turn {
         (same && newer == Some(true)).then(|| copy.clone())
     }
 
-    /// Leave `stored` for the next turn, unless it is older than what an
-    /// earlier turn left.
+    /// Leave `stored`, the API server's answer to a stored write (never a
+    /// copy of the caller's or a cache's), for the next turn, unless it is
+    /// older than what an earlier turn left.
     pub(crate) fn leave(&mut self, stored: &Value) {
         let older = self.held.as_ref().is_some_and(|kept| {
             meta(kept, "resourceVersion")
@@ -85,10 +95,10 @@ mod tests {
     #[tokio::test]
     async fn a_turn_hands_a_newer_copy_of_the_same_object_to_the_next() {
         {
-            let mut first = take(key(), None).await;
+            let mut first = take(key(), None).await.unwrap();
             assert_eq!(first.newer_than(&copy("u", "5")), None);
             let second = tokio::spawn(async {
-                let turn = take(key(), None).await;
+                let turn = take(key(), None).await.unwrap();
                 (
                     turn.newer_than(&copy("u", "5")),
                     turn.newer_than(&copy("u", "7")),
@@ -104,6 +114,9 @@ mod tests {
             assert_eq!(recreated, None);
         }
         // Nobody waited after the last turn: nothing is kept.
-        assert_eq!(take(key(), None).await.newer_than(&copy("u", "1")), None);
+        assert_eq!(
+            take(key(), None).await.unwrap().newer_than(&copy("u", "1")),
+            None
+        );
     }
 }

@@ -1,11 +1,9 @@
-use async_trait::async_trait;
 use concord_featuregates::{ConflictPolicy, StrategyName};
-use serde_json::Value;
 
+use crate::WriteStrategy;
+use crate::plan::{Plan, Read};
 use crate::request::Request;
-use crate::session::Session;
 use crate::write_loop::OnConflict;
-use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 
 /// `update`: a `PUT` of the whole mutated object carrying its
 /// `resourceVersion` (and uid, which the server checks as a precondition).
@@ -18,7 +16,8 @@ use crate::{Error, Mutation, Observed, Target, WriteStrategy, Written};
 ///
 /// The `PUT` is built from the complete stored JSON, never from a typed
 /// copy that may lack fields: given a typed [`Observed`] it reads the object
-/// first. `resourceVersion` and `uid` are set after the mutation, so no
+/// first (under [`ConflictPolicy::Requeue`], a read that finds the object
+/// changed since the observation is a [`Error::Conflict`]). `resourceVersion` and `uid` are set after the mutation, so no
 /// mutation can turn the `PUT` into an unconditional one.
 ///
 /// # Caveats
@@ -48,38 +47,15 @@ impl Update {
     }
 }
 
-#[async_trait]
 impl WriteStrategy for Update {
-    fn name(&self) -> StrategyName {
-        StrategyName::Update
-    }
-
-    fn verbs(&self) -> &'static [&'static str] {
-        &["get", "update"]
-    }
-
-    async fn write_json(
-        &self,
-        target: &Target,
-        observed: Observed,
-        mutation: &Mutation,
-    ) -> Result<Written<Value>, Error> {
-        let mut session = Session::start(StrategyName::Update, target, observed.json(), mutation)?;
-        let result = async {
-            let current = if observed.is_complete() {
-                observed.into_json()
-            } else {
-                match session.get().await? {
-                    Some(fresh) => fresh,
-                    None => return session.gone().map(|()| None),
-                }
-            };
-            let on_conflict = OnConflict::Reread(&self.policy);
-            session
-                .drive(current, mutation, Request::Put, on_conflict)
-                .await
-        }
-        .await;
-        session.finish(result)
+    fn plan(&self) -> Plan<'_> {
+        let verbs = &["get", "update"];
+        Plan::new(
+            StrategyName::Update,
+            verbs,
+            Request::Put,
+            OnConflict::Reread(&self.policy),
+        )
+        .reading(Read::WhenIncomplete, None)
     }
 }

@@ -11,14 +11,14 @@
 use concord_featuregates::ConflictPolicy;
 use serde_json::Value;
 
-use crate::Error;
-use crate::Mutation;
 use crate::fresh::is_newer;
 use crate::observed::meta;
+use crate::plan::{How, Plan, Read};
 use crate::request::Request;
 use crate::retry::delay;
-use crate::session::{Answer, Session};
+use crate::session::{Answer, Sent, Session};
 use crate::turns;
+use crate::{Error, Mutation, Observed, Target, Written};
 
 /// What a strategy does on `409 Conflict` (or a tripped guard).
 #[derive(Clone, Copy, Debug)]
@@ -35,54 +35,58 @@ impl Session<'_> {
     /// `None` when the object is gone and that counts as done.
     ///
     /// A write that may re-read takes its turn among this process's writes
-    /// of the object first, and starts from the copy the previous turn
-    /// stored when that is newer (`turns.rs`).
+    /// of the object for each request it sends, and, under a retry policy,
+    /// starts from the copy the previous turn stored when that is newer
+    /// (`turns.rs`). It never holds a turn while it sleeps (backoff after a
+    /// conflict, a transient failure's wait) or re-reads.
     pub(crate) async fn drive(
-        &mut self,
-        current: Value,
-        mutation: &Mutation,
-        request: Request<'_>,
-        on_conflict: OnConflict<'_>,
-    ) -> Result<Option<Value>, Error> {
-        let OnConflict::Reread(_) = on_conflict else {
-            return self.attempts(current, mutation, request, on_conflict).await;
-        };
-        let mut turn = turns::take(self.key.clone(), self.target.turns.as_deref()).await;
-        let current = match turn.newer_than(&current) {
-            Some(copy) => {
-                self.outcome.rebased_on_own_write = true;
-                copy
-            }
-            None => current,
-        };
-        let result = self.attempts(current, mutation, request, on_conflict).await;
-        if let Ok(Some(stored)) = &result {
-            turn.leave(stored);
-        }
-        result
-    }
-
-    /// [`drive`](Self::drive)'s loop of attempts.
-    async fn attempts(
         &mut self,
         mut current: Value,
         mutation: &Mutation,
         request: Request<'_>,
         on_conflict: OnConflict<'_>,
     ) -> Result<Option<Value>, Error> {
+        let takes_turns = matches!(on_conflict, OnConflict::Reread(_));
+        // Under `requeue` a write from a stale copy must conflict: it is
+        // never moved onto a sibling's newer answer.
+        let rebases = matches!(on_conflict, OnConflict::Reread(ConflictPolicy::Retry(_)));
         let mut attempts = 0;
+        let mut transient = 0;
+        let mut retry = false;
         loop {
+            let mut turn = match takes_turns {
+                true => turns::take(self.key.clone(), self.target.turns.as_deref()).await,
+                false => None,
+            };
+            if rebases && let Some(copy) = turn.as_ref().and_then(|t| t.newer_than(&current)) {
+                self.outcome.rebased_on_own_write = true;
+                current = copy;
+            }
             let Some(next) = self.mutate(mutation, &current)? else {
                 return Ok(Some(current));
             };
             let Some(body) = request.build(&self.key, &current, next)? else {
                 return Ok(Some(current));
             };
-            attempts += 1;
-            let tripped = match self.send(&body).await? {
-                Answer::Stored(stored) => return Ok(Some(stored)),
+            let answer = match self.send_once(&body, retry).await? {
+                Sent::Answer(answer) => answer,
+                Sent::Transient { error, after } => {
+                    drop(turn);
+                    self.wait_transient(&mut transient, after, error).await?;
+                    retry = true;
+                    continue;
+                }
+            };
+            retry = false;
+            let tripped = match answer {
+                Answer::Stored(stored) => {
+                    if let Some(turn) = &mut turn {
+                        turn.leave(&stored);
+                    }
+                    return Ok(Some(stored));
+                }
                 Answer::NotFound => return self.gone().map(|()| None),
-                Answer::Invalid(err) if request.invalid_means_conflict() => Some(err),
+                Answer::Invalid(err) if body.invalid_means_conflict() => Some(err),
                 Answer::Invalid(err) if request.carries_uid() => return self.invalid(err).await,
                 Answer::Invalid(err) => {
                     return Err(Error::Rejected {
@@ -92,6 +96,8 @@ impl Session<'_> {
                 }
                 Answer::Conflict => None,
             };
+            drop(turn);
+            attempts += 1;
             self.after_conflict(on_conflict, attempts).await?;
             let Some(fresh) = self.reread(&current, request).await? else {
                 return self.gone().map(|()| None);
@@ -190,19 +196,64 @@ impl Session<'_> {
     }
 }
 
-/// A whole write through the loop: start, drive from `observed`, finish.
-pub(crate) async fn write(
-    strategy: concord_featuregates::StrategyName,
-    target: &crate::Target,
-    observed: Value,
+/// Carry out `plan`: the one way every strategy's write starts, reads,
+/// runs the loop and finishes.
+pub(crate) async fn run(
+    plan: Plan<'_>,
+    target: &Target,
+    observed: Observed,
     mutation: &Mutation,
-    request: Request<'_>,
-    on_conflict: OnConflict<'_>,
-) -> Result<crate::Written<Value>, Error> {
-    let mut session = Session::start(strategy, target, &observed, mutation)?;
-    let result = session
-        .drive(observed, mutation, request, on_conflict)
-        .await;
+) -> Result<Written<Value>, Error> {
+    let requeues = plan.requeues();
+    let (request, read, lock, on_conflict) = match plan.how {
+        How::Loop {
+            request,
+            read,
+            lock,
+            on_conflict,
+        } => (request, read, lock, on_conflict),
+        How::Apply(retry) => {
+            return crate::apply::write(target, observed.into_json(), mutation, retry).await;
+        }
+        How::Refused { policy, reason } => {
+            return Err(Error::UnsupportedStrategy {
+                strategy: plan.name,
+                policy,
+                reason,
+            });
+        }
+    };
+    let mut session = Session::start(plan.name, target, observed.json(), mutation)?;
+    let result = async {
+        let _held = match lock {
+            Some(table) => Some(table.lock(session.key.clone()).await),
+            None => None,
+        };
+        let reads = match read {
+            Read::Never => false,
+            Read::WhenIncomplete => !observed.is_complete(),
+            Read::Always => true,
+        };
+        if !reads {
+            let current = observed.into_json();
+            return session.drive(current, mutation, request, on_conflict).await;
+        }
+        let Some(fresh) = session.get().await? else {
+            return session.gone().map(|()| None);
+        };
+        // A read that stands in for an incomplete observed copy is that
+        // copy only if nothing changed since: under `requeue` a change is
+        // the conflict handed back.
+        let version = |object| meta(object, "resourceVersion");
+        if requeues && read == Read::WhenIncomplete && version(&fresh) != version(observed.json()) {
+            session.outcome.conflicts += 1;
+            return Err(Error::Conflict {
+                object: session.key.clone(),
+            });
+        }
+        session.drive(fresh, mutation, request, on_conflict).await
+    }
+    .await;
     session.finish(result)
 }
 

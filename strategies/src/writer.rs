@@ -98,8 +98,8 @@ where
     /// the way out. A custom resource's Rust type may lack fields the server
     /// stores, so it is handed over as [`Observed::typed`] (and `update`
     /// reads the object before its `PUT`); a [`DynamicObject`] as
-    /// [`Observed::complete`]. A type of Kubernetes' own API groups as
-    /// `k8s-openapi` generates them is complete only if the API server is
+    /// [`Observed::complete`]. A type `k8s-openapi` generates (decided by
+    /// the type's origin, not its API group) is complete only if the API server is
     /// not newer than the Kubernetes version those types describe: for a
     /// strategy that sends the whole object (`update`), the writer learns
     /// the server's version once (`GET /version`), and on a newer server,
@@ -113,7 +113,7 @@ where
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, observed)?;
         let complete = TypeId::of::<K>() == TypeId::of::<DynamicObject>()
-            || (is_kubernetes_group(&self.target.resource.group)
+            || (is_k8s_openapi_type::<K>()
                 && (!self.strategy.verbs().contains(&"update")
                     || self.builtins_complete.get(&self.target.client).await));
         let observed = if complete {
@@ -138,13 +138,14 @@ where
     }
 }
 
-/// Whether `group` is one of Kubernetes' own API groups (core, `apps`,
-/// `*.k8s.io`), whose typed objects `k8s-openapi` generates with every
-/// field of the API version it targets. Custom resources cannot use these
-/// groups without the API review annotation, so their Rust types, which
-/// may lag their schema, are never taken as complete.
-fn is_kubernetes_group(group: &str) -> bool {
-    !group.contains('.') || group.ends_with(".k8s.io")
+/// Whether `K` is one of the types `k8s-openapi` generates, which hold
+/// every field of the Kubernetes version they target. Decided by where the
+/// type comes from, never by its API group: approved custom resources live
+/// in `*.k8s.io` groups too (`gateway.networking.k8s.io`), typed by crates
+/// that can lag the installed CRD. A type this cannot place counts as
+/// incomplete, so `update` reads the object raw first — the safe side.
+fn is_k8s_openapi_type<K: 'static>() -> bool {
+    std::any::type_name::<K>().starts_with("k8s_openapi::")
 }
 
 /// `observed` as JSON, with apiVersion and kind filled in from the target
@@ -237,6 +238,13 @@ mod tests {
                 .unwrap();
         }
         seen.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn only_k8s_openapi_types_count_as_generated() {
+        assert!(is_k8s_openapi_type::<ConfigMap>());
+        assert!(!is_k8s_openapi_type::<DynamicObject>());
+        assert!(!is_k8s_openapi_type::<Value>());
     }
 
     #[tokio::test]

@@ -139,7 +139,16 @@ async fn set_condition_keeps_fields_and_entries_it_does_not_write() -> anyhow::R
 
         let stale = typed.get(&object).await?;
         touch(&raw, &object, "1").await?;
-        writer.write(&stale, &ready("False")).await?;
+        let written = writer.write(&stale, &ready("False")).await?;
+        if name == StrategyName::Strict {
+            // The entry-by-entry patch carries the observed version as
+            // its precondition, as the merge patch does.
+            assert_eq!(
+                written.outcome.conflicts, 1,
+                "{name}: {:?}",
+                written.outcome
+            );
+        }
         let stored = raw.get(&object).await?;
         assert_eq!(
             stored.data["status"]["conditions"][0]["status"], "False",
@@ -190,5 +199,52 @@ async fn update_of_a_crd_in_a_kubernetes_group_keeps_unknown_fields() -> anyhow:
         Some("yes")
     );
     assert_eq!(unknown_fields(&raw, "approved").await?, all_kept());
+    Ok(())
+}
+
+/// `apply` of a condition on a CRD whose `conditions` is an atomic list
+/// (the CRD default) does not replace the other managers' entries.
+#[tokio::test]
+async fn apply_of_a_condition_on_an_atomic_list_keeps_other_entries() -> anyhow::Result<()> {
+    let env = concord_testenv::TestEnv::shared()?;
+    let group = exact_support::GROUP;
+    env.install_crd(exact_support::crd(
+        group,
+        "atomicgadgets",
+        "AtomicGadget",
+        true,
+    )?)
+    .await?;
+    let ns = env.namespace().await?;
+    let resource = ApiResource {
+        group: group.into(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "AtomicGadget".into(),
+        plural: "atomicgadgets".into(),
+    };
+    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let observed = create(&raw, &resource, "atomic").await?;
+    let writer = Writer::<DynamicObject>::new_with(
+        env.client()?,
+        strategy_for(StrategyName::Apply, policy()),
+        &resource,
+    );
+    let ready = Intent::SetCondition(Condition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        reason: "Reconciled".into(),
+        message: "set by concord".into(),
+    });
+    let written = writer.write(&observed, &ready.into()).await?;
+    let stored = raw.get("atomic").await?;
+    let conditions = &stored.data["status"]["conditions"];
+    assert_eq!(conditions[0]["status"], "True");
+    assert_eq!(conditions[1]["type"], "Other", "{conditions}");
+    assert_eq!(unknown_fields(&raw, "atomic").await?, all_kept());
+    assert!(
+        written.outcome.fell_back,
+        "an atomic list takes the guarded path"
+    );
     Ok(())
 }

@@ -59,6 +59,25 @@ impl TableRow {
     pub fn reason(&self, operation: Operation) -> &Reason {
         &self.reasons[operation.index()]
     }
+
+    /// Whether this configured row applies to `resource` (never for the
+    /// default row, which applies to what no row names).
+    ///
+    /// ```
+    /// use concord_featuregates::{ConfigLoader, FeatureRegistry, ResourceKey};
+    /// let config = ConfigLoader::new()
+    ///     .with_yaml("c.yaml", "strategies:\n  resources:\n    pods:\n      default: update\n")
+    ///     .load(FeatureRegistry::new())
+    ///     .unwrap();
+    /// let row = &config.strategies().rows()[0];
+    /// assert!(row.matches(&ResourceKey::new("", "v1", "Pod", "pods")));
+    /// assert!(!row.matches(&ResourceKey::new("apps", "v1", "Deployment", "deployments")));
+    /// ```
+    pub fn matches(&self, resource: &ResourceKey) -> bool {
+        self.selector
+            .as_ref()
+            .is_some_and(|selector| selector.matches(resource))
+    }
 }
 
 /// The strategy table, resolved once at start-up from the configuration and
@@ -87,11 +106,7 @@ impl StrategyTable {
     pub fn row_for(&self, resource: &ResourceKey) -> &TableRow {
         self.rows
             .iter()
-            .find(|row| {
-                row.selector
-                    .as_ref()
-                    .is_some_and(|selector| selector.matches(resource))
-            })
+            .find(|row| row.matches(resource))
             .unwrap_or(&self.default_row)
     }
 

@@ -24,6 +24,7 @@ use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
 mod builder;
 mod connection;
 mod run;
+mod table_check;
 
 pub use builder::{Built, ManagerBuilder};
 

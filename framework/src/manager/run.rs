@@ -19,6 +19,9 @@ impl Manager {
     /// [`Error::LeaderElection`] when the lease is lost; the controllers are
     /// stopped gracefully first.
     pub async fn run(mut self) -> Result<(), Error> {
+        let findings =
+            super::table_check::findings(self.config.strategies(), &self.writes.resources());
+        super::table_check::report(&findings);
         if let Some(listener) = self.metrics_listener.take() {
             tokio::spawn(serve(listener, Endpoints::Metrics(self.metrics.clone())));
         }

@@ -1,0 +1,402 @@
+//! The change a mutation made, as edits between two views of an object:
+//! applied to a third copy (the raw object a typed closure's view was
+//! taken from) or sent as a JSON patch that touches exactly those paths.
+//!
+//! A round trip through a Rust type is a lossy copy: `from_value` then
+//! `to_value` drops every field the type lacks. So a typed mutation never
+//! replaces the object with its typed result; its change — the difference
+//! between the type's view before and after — is what is applied, and a
+//! field the type does not know is never touched.
+//!
+//! Lists are compared entry by entry where that is unambiguous: equal
+//! length (each entry in place), entries appended at the end, or entries
+//! removed with the rest kept in order. Anything else (a reorder, an insert
+//! in the middle) replaces the list, keeping each unchanged entry's stored
+//! copy.
+
+use serde_json::{Map, Value, json};
+
+use crate::guarded_patch::escape;
+
+/// One step of a path into an object.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// One edit of a path.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Edit {
+    /// Set the value at `path`; `old` is what was there, if anything.
+    Set {
+        path: Vec<Step>,
+        old: Option<Value>,
+        new: Value,
+    },
+    /// Remove the value `old` at `path`.
+    Remove { path: Vec<Step>, old: Value },
+    /// Append `new` to the list at `path`.
+    Append { path: Vec<Step>, new: Value },
+}
+
+/// The edits turning `before` into `after`, in an order that can be
+/// applied one after the other (list removals from the highest index down).
+pub(crate) fn diff(before: &Value, after: &Value) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    diff_at(&mut Vec::new(), before, after, &mut edits);
+    edits
+}
+
+fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<Edit>) {
+    if before == after {
+        return;
+    }
+    match (before, after) {
+        (Value::Object(old), Value::Object(new)) => {
+            for (key, value) in old {
+                path.push(Step::Key(key.clone()));
+                match new.get(key) {
+                    Some(next) => diff_at(path, value, next, edits),
+                    None => edits.push(Edit::Remove {
+                        path: path.clone(),
+                        old: value.clone(),
+                    }),
+                }
+                path.pop();
+            }
+            for (key, value) in new {
+                if !old.contains_key(key) {
+                    let mut at = path.clone();
+                    at.push(Step::Key(key.clone()));
+                    edits.push(Edit::Set {
+                        path: at,
+                        old: None,
+                        new: value.clone(),
+                    });
+                }
+            }
+        }
+        (Value::Array(old), Value::Array(new)) => list_diff(path, old, new, edits),
+        _ => edits.push(Edit::Set {
+            path: path.clone(),
+            old: Some(before.clone()),
+            new: after.clone(),
+        }),
+    }
+}
+
+fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec<Edit>) {
+    if old.len() == new.len() {
+        for (index, (a, b)) in old.iter().zip(new).enumerate() {
+            path.push(Step::Index(index));
+            diff_at(path, a, b, edits);
+            path.pop();
+        }
+        return;
+    }
+    if new.len() > old.len() && new.starts_with(old) {
+        for entry in &new[old.len()..] {
+            edits.push(Edit::Append {
+                path: path.clone(),
+                new: entry.clone(),
+            });
+        }
+        return;
+    }
+    if let Some(removed) = removed_indices(old, new) {
+        for index in removed.into_iter().rev() {
+            let mut at = path.clone();
+            at.push(Step::Index(index));
+            edits.push(Edit::Remove {
+                path: at,
+                old: old[index].clone(),
+            });
+        }
+        return;
+    }
+    edits.push(Edit::Set {
+        path: path.clone(),
+        old: Some(Value::Array(old.to_vec())),
+        new: Value::Array(new.to_vec()),
+    });
+}
+
+/// The indices of `old` whose removal leaves `new`, if `new` is `old` with
+/// some entries taken out and the rest in order.
+fn removed_indices(old: &[Value], new: &[Value]) -> Option<Vec<usize>> {
+    let (removed, kept) = split_kept(old, new);
+    (kept == new.len()).then_some(removed)
+}
+
+/// `old` read against `new`: the indices of the entries that are not the
+/// next of `new` in order (removed), and how many of `new` were matched
+/// (kept, a prefix of `new`; what follows it was appended).
+pub(crate) fn split_kept(old: &[Value], new: &[Value]) -> (Vec<usize>, usize) {
+    let mut kept = 0;
+    let mut removed = Vec::new();
+    for (index, entry) in old.iter().enumerate() {
+        if new.get(kept) == Some(entry) {
+            kept += 1;
+        } else {
+            removed.push(index);
+        }
+    }
+    (removed, kept)
+}
+
+/// Apply the change from `before` to `after` (two views of `raw`, e.g. a
+/// Rust type's) to `raw`, leaving everything else in `raw` as it is.
+pub(crate) fn apply_change(raw: &mut Value, before: &Value, after: &Value) {
+    for edit in diff(before, after) {
+        apply_edit(raw, edit);
+    }
+}
+
+fn apply_edit(raw: &mut Value, edit: Edit) {
+    match edit {
+        Edit::Set { path, old, new } => {
+            let Some((last, parent)) = path.split_last() else {
+                *raw = keep_stored_entries(raw, old.as_ref(), new);
+                return;
+            };
+            let Some(slot) = container(raw, parent) else {
+                return;
+            };
+            if slot.is_null() && matches!(last, Step::Key(_)) {
+                *slot = Value::Object(Map::new());
+            }
+            match (slot, last) {
+                (Value::Object(map), Step::Key(key)) => {
+                    let value = keep_stored_entries(
+                        map.get(key).unwrap_or(&Value::Null),
+                        old.as_ref(),
+                        new,
+                    );
+                    map.insert(key.clone(), value);
+                }
+                (Value::Array(list), Step::Index(index)) if *index < list.len() => {
+                    list[*index] = keep_stored_entries(&list[*index], old.as_ref(), new);
+                }
+                (Value::Array(list), Step::Index(index)) if *index == list.len() => list.push(new),
+                _ => {}
+            }
+        }
+        Edit::Remove { path, .. } => {
+            let Some((last, parent)) = path.split_last() else {
+                return;
+            };
+            match (container(raw, parent), last) {
+                (Some(Value::Object(map)), Step::Key(key)) => {
+                    map.remove(key);
+                }
+                (Some(Value::Array(list)), Step::Index(index)) if *index < list.len() => {
+                    list.remove(*index);
+                }
+                _ => {}
+            }
+        }
+        Edit::Append { path, new } => {
+            if let Some(slot) = container(raw, &path) {
+                match slot {
+                    Value::Array(list) => list.push(new),
+                    other => *other = Value::Array(vec![new]),
+                }
+            }
+        }
+    }
+}
+
+/// `new` in place of `stored`; when a list is replaced whole, an entry
+/// equal to one of the `old` view keeps its stored copy (with the fields
+/// the view lacks).
+fn keep_stored_entries(stored: &Value, old: Option<&Value>, new: Value) -> Value {
+    let (Value::Array(stored), Some(Value::Array(old)), Value::Array(new)) = (stored, old, &new)
+    else {
+        return new;
+    };
+    if stored.len() != old.len() {
+        return Value::Array(new.clone());
+    }
+    let mut used = vec![false; old.len()];
+    let entries = new
+        .iter()
+        .map(|entry| {
+            let found = old
+                .iter()
+                .enumerate()
+                .position(|(i, o)| !used[i] && o == entry);
+            match found {
+                Some(i) => {
+                    used[i] = true;
+                    stored[i].clone()
+                }
+                None => entry.clone(),
+            }
+        })
+        .collect();
+    Value::Array(entries)
+}
+
+/// The value at `path` in `raw`, creating missing objects on the way (a
+/// view may hold a default the raw object lacks); `None` where the path
+/// runs through something that is not a container or past a list's end.
+fn container<'a>(raw: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {
+    let mut current = raw;
+    for (at, step) in path.iter().enumerate() {
+        current = match step {
+            Step::Key(key) => {
+                if current.is_null() {
+                    *current = Value::Object(Map::new());
+                }
+                let map = current.as_object_mut()?;
+                // Only objects are created: a missing list has no entries
+                // to edit.
+                if !map.contains_key(key) && matches!(path.get(at + 1), Some(Step::Index(_))) {
+                    return None;
+                }
+                map.entry(key.clone()).or_insert(Value::Null)
+            }
+            Step::Index(index) => current.as_array_mut()?.get_mut(*index)?,
+        };
+    }
+    Some(current)
+}
+
+/// A JSON pointer (RFC 6901) to `path`.
+pub(crate) fn pointer(path: &[Step]) -> String {
+    path.iter()
+        .map(|step| match step {
+            Step::Key(key) => format!("/{}", escape(key)),
+            Step::Index(index) => format!("/{index}"),
+        })
+        .collect()
+}
+
+/// `edits` as JSON patch operations. With `guard`, every value replaced or
+/// removed is `test`ed first, so the patch applies only where those values
+/// are still what the edits were computed from.
+pub(crate) fn json_patch(edits: &[Edit], guard: bool) -> Vec<Value> {
+    let mut ops = Vec::new();
+    for edit in edits {
+        match edit {
+            Edit::Set {
+                path,
+                old: None,
+                new,
+            } => ops.push(json!({"op": "add", "path": pointer(path), "value": new})),
+            Edit::Set {
+                path,
+                old: Some(old),
+                new,
+            } => {
+                if guard {
+                    ops.push(json!({"op": "test", "path": pointer(path), "value": old}));
+                }
+                ops.push(json!({"op": "replace", "path": pointer(path), "value": new}));
+            }
+            Edit::Remove { path, old } => {
+                if guard {
+                    ops.push(json!({"op": "test", "path": pointer(path), "value": old}));
+                }
+                ops.push(json!({"op": "remove", "path": pointer(path)}));
+            }
+            Edit::Append { path, new } => {
+                ops.push(
+                    json!({"op": "add", "path": format!("{}/-", pointer(path)), "value": new}),
+                );
+            }
+        }
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_keeps_what_the_view_lacks() {
+        let mut raw = json!({"spec": {"size": 1, "color": "red"}});
+        let before = json!({"spec": {"size": 1}});
+        let after = json!({"spec": {"size": 2}});
+        apply_change(&mut raw, &before, &after);
+        assert_eq!(raw, json!({"spec": {"size": 2, "color": "red"}}));
+    }
+
+    #[test]
+    fn list_entries_change_in_place_with_their_unknown_fields() {
+        let mut raw =
+            json!({"c": [{"name": "a", "image": "x", "extra": 1}, {"name": "b", "extra": 2}]});
+        let before = json!({"c": [{"name": "a", "image": "x"}, {"name": "b"}]});
+        let after = json!({"c": [{"name": "a", "image": "y"}, {"name": "b"}]});
+        apply_change(&mut raw, &before, &after);
+        assert_eq!(
+            raw,
+            json!({"c": [{"name": "a", "image": "y", "extra": 1}, {"name": "b", "extra": 2}]})
+        );
+    }
+
+    #[test]
+    fn appends_removals_and_reorders_keep_stored_entries() {
+        let raw = json!({"c": [{"n": 1, "x": 1}, {"n": 2, "x": 2}, {"n": 3, "x": 3}]});
+        let before = json!({"c": [{"n": 1}, {"n": 2}, {"n": 3}]});
+        let cases = [
+            (
+                json!({"c": [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]}),
+                json!({"c": [{"n": 1, "x": 1}, {"n": 2, "x": 2}, {"n": 3, "x": 3}, {"n": 4}]}),
+            ),
+            (
+                json!({"c": [{"n": 1}, {"n": 3}]}),
+                json!({"c": [{"n": 1, "x": 1}, {"n": 3, "x": 3}]}),
+            ),
+            (
+                json!({"c": [{"n": 3}, {"n": 1}]}),
+                json!({"c": [{"n": 3, "x": 3}, {"n": 1, "x": 1}]}),
+            ),
+        ];
+        for (after, expected) in cases {
+            let mut changed = raw.clone();
+            apply_change(&mut changed, &before, &after);
+            assert_eq!(changed, expected, "{after}");
+        }
+    }
+
+    #[test]
+    fn a_view_default_the_raw_object_lacks_is_created() {
+        let mut raw = json!({"metadata": {"name": "x"}});
+        apply_change(
+            &mut raw,
+            &json!({"spec": {"size": 0}}),
+            &json!({"spec": {"size": 3}}),
+        );
+        assert_eq!(raw, json!({"metadata": {"name": "x"}, "spec": {"size": 3}}));
+    }
+
+    #[test]
+    fn a_removed_key_is_removed_and_nothing_else() {
+        let mut raw = json!({"a": 1, "b": 2, "unknown": 3});
+        apply_change(&mut raw, &json!({"a": 1, "b": 2}), &json!({"a": 1}));
+        assert_eq!(raw, json!({"a": 1, "unknown": 3}));
+    }
+
+    #[test]
+    fn guarded_json_patch_tests_what_it_replaces_or_removes() {
+        let before =
+            json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}, "x": 1});
+        let after =
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "y": 2});
+        let ops = json_patch(&diff(&before, &after), true);
+        assert_eq!(
+            ops,
+            [
+                json!({"op": "test", "path": "/status/conditions/0/status", "value": "False"}),
+                json!({"op": "replace", "path": "/status/conditions/0/status", "value": "True"}),
+                json!({"op": "test", "path": "/x", "value": 1}),
+                json!({"op": "remove", "path": "/x"}),
+                json!({"op": "add", "path": "/y", "value": 2}),
+            ]
+        );
+        assert_eq!(json_patch(&diff(&before, &after), false).len(), 3);
+    }
+}
