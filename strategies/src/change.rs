@@ -87,6 +87,17 @@ fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<
 }
 
 fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec<Edit>) {
+    if old.is_empty() {
+        // An empty list in a view may be a type's default for a list the
+        // server does not store: set it (which creates or replaces it)
+        // rather than append to a path that may not exist.
+        edits.push(Edit::Set {
+            path: path.clone(),
+            old: None,
+            new: Value::Array(new.to_vec()),
+        });
+        return;
+    }
     if old.len() == new.len() {
         for (index, (a, b)) in old.iter().zip(new).enumerate() {
             path.push(Step::Index(index));
@@ -371,6 +382,28 @@ mod tests {
             &json!({"spec": {"size": 3}}),
         );
         assert_eq!(raw, json!({"metadata": {"name": "x"}, "spec": {"size": 3}}));
+    }
+
+    #[test]
+    fn a_list_empty_in_the_view_is_set_not_appended_to() {
+        let edits = diff(
+            &json!({"status": {"conditions": []}}),
+            &json!({"status": {"conditions": [{"type": "A"}]}}),
+        );
+        assert_eq!(
+            json_patch(&edits, true),
+            [json!({"op": "add", "path": "/status/conditions", "value": [{"type": "A"}]})]
+        );
+        let mut raw = json!({"status": {"phase": "Running"}});
+        apply_change(
+            &mut raw,
+            &json!({"status": {"conditions": []}}),
+            &json!({"status": {"conditions": [{"type": "A"}]}}),
+        );
+        assert_eq!(
+            raw,
+            json!({"status": {"phase": "Running", "conditions": [{"type": "A"}]}})
+        );
     }
 
     #[test]

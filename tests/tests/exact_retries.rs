@@ -10,14 +10,14 @@
 use concord_strategies::{Error, Intent, Mutation, StrategyName, Target, Writer, strategy_for};
 use concord_testenv::faults::{FaultProxy, Faults, Verb};
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject};
 use serde_json::json;
 
 mod exact_support;
 mod strategies_support;
 
-use exact_support::{create, gadgets, install};
+use exact_support::{Gadgets, create};
 use strategies_support::{FOREIGN, OURS, policy};
 
 /// The copies of `name` among the object's finalizers.
@@ -36,11 +36,13 @@ fn copies(object: &DynamicObject, name: &str) -> usize {
 /// its one guarded patch).
 #[tokio::test]
 async fn a_retried_finalizer_add_stores_one_copy() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        ..
+    } = Gadgets::new().await?;
     for name in StrategyName::ALL {
         let object = format!("add-{name}");
         create(&raw, &resource, &object).await?;
@@ -94,11 +96,13 @@ async fn a_retried_finalizer_add_stores_one_copy() -> anyhow::Result<()> {
 /// duplicates) and leaves the others.
 #[tokio::test]
 async fn a_removal_leaves_no_copy_of_the_finalizer() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        ..
+    } = Gadgets::new().await?;
     for name in StrategyName::ALL {
         let object = format!("remove-{name}");
         create(&raw, &resource, &object).await?;

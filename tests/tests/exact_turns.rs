@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 mod exact_support;
 mod strategies_support;
 
-use exact_support::{Gadget, all_kept, create, gadgets, install, unknown_fields};
+use exact_support::{Gadget, Gadgets, all_kept, create, unknown_fields};
 use strategies_support::policy;
 
 /// Holds the first request of a write until the test releases it, after
@@ -78,12 +78,13 @@ impl FreshCopies for TypedCache {
 /// `resourceVersion` would be current, so the server would accept it.
 #[tokio::test]
 async fn update_never_puts_a_copy_an_earlier_turn_did_not_store() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
-    let typed: Api<Gadget> = Api::namespaced(ns.client(), ns.name());
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        typed,
+    } = Gadgets::new().await?;
     let observed = create(&raw, &resource, "turns").await?;
     let gate = Arc::new(Gate::default());
     let strict = Writer::<Gadget>::new(env.client()?, strategy_for(StrategyName::Strict, policy()))
@@ -128,11 +129,13 @@ async fn update_never_puts_a_copy_an_earlier_turn_did_not_store() -> anyhow::Res
 /// a sibling task of this process stored a newer copy meanwhile.
 #[tokio::test]
 async fn requeue_is_not_rebased_on_a_sibling_answer() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        ..
+    } = Gadgets::new().await?;
     let observed = create(&raw, &resource, "requeue").await?;
     let gate = Arc::new(Gate::default());
     let requeue = strategy_for(StrategyName::Strict, ConflictPolicy::Requeue);
@@ -170,12 +173,13 @@ async fn requeue_is_not_rebased_on_a_sibling_answer() -> anyhow::Result<()> {
 /// conflict, not a `PUT` with the read's version.
 #[tokio::test]
 async fn requeue_update_of_a_stale_typed_copy_conflicts() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
-    let typed: Api<Gadget> = Api::namespaced(ns.client(), ns.name());
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        typed,
+    } = Gadgets::new().await?;
     create(&raw, &resource, "requeue-update").await?;
     let stale = typed.get("requeue-update").await?;
     let label = json!({"metadata": {"labels": {"other": "1"}}});
@@ -202,11 +206,13 @@ async fn requeue_update_of_a_stale_typed_copy_conflicts() -> anyhow::Result<()> 
 /// turn: a second write of the object from this process is stored first.
 #[tokio::test]
 async fn a_throttled_write_releases_its_turn_while_it_waits() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        ..
+    } = Gadgets::new().await?;
     let observed = create(&raw, &resource, "throttled").await?;
     let faults = Faults::seeded(1)
         .on(Verb::Patch)

@@ -15,7 +15,7 @@ use serde_json::json;
 mod exact_support;
 mod strategies_support;
 
-use exact_support::{Gadget, all_kept, create, gadgets, install, unknown_fields};
+use exact_support::{Gadget, Gadgets, all_kept, create, unknown_fields};
 use strategies_support::policy;
 
 /// The strategies that run closures.
@@ -39,19 +39,23 @@ async fn touch(api: &Api<DynamicObject>, name: &str, value: &str) -> anyhow::Res
 /// lacks, from a typed observed copy and after a conflict forced a re-read.
 #[tokio::test]
 async fn typed_closure_keeps_fields_its_type_lacks() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
-    let typed: Api<Gadget> = Api::namespaced(ns.client(), ns.name());
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        typed,
+    } = Gadgets::new().await?;
     for name in CLOSURES {
         let object = format!("closure-{name}");
         create(&raw, &resource, &object).await?;
         let writer = Writer::<Gadget>::new(env.client()?, strategy_for(name, policy()));
+        // ANCHOR: typed_closure
+        // `Gadget` knows `spec.size`; the server also stores `spec.color`.
         let observed = typed.get(&object).await?;
         let size = |to: i64| Mutation::typed(move |g: &mut Gadget| g.spec.size = to);
         writer.write(&observed, &size(2)).await?;
+        // ANCHOR_END: typed_closure
         let fresh = raw.get(&object).await?;
         assert_eq!(
             fresh.data["spec"]["size"], 2,
@@ -82,11 +86,13 @@ async fn typed_closure_keeps_fields_its_type_lacks() -> anyhow::Result<()> {
 /// what the closure's type lacks too.
 #[tokio::test]
 async fn typed_closure_on_a_dynamic_copy_keeps_fields_its_type_lacks() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        ..
+    } = Gadgets::new().await?;
     for name in CLOSURES {
         let object = format!("dynamic-{name}");
         let observed = create(&raw, &resource, &object).await?;
@@ -108,12 +114,13 @@ async fn typed_closure_on_a_dynamic_copy_keeps_fields_its_type_lacks() -> anyhow
 /// every strategy, from a typed copy and after a conflict.
 #[tokio::test]
 async fn set_condition_keeps_fields_and_entries_it_does_not_write() -> anyhow::Result<()> {
-    let env = concord_testenv::TestEnv::shared()?;
-    install(env).await?;
-    let ns = env.namespace().await?;
-    let resource = gadgets();
-    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
-    let typed: Api<Gadget> = Api::namespaced(ns.client(), ns.name());
+    let Gadgets {
+        env,
+        ns: _ns,
+        resource,
+        raw,
+        typed,
+    } = Gadgets::new().await?;
     let ready = |status: &str| {
         Mutation::from(Intent::SetCondition(Condition {
             type_: "Ready".into(),

@@ -180,3 +180,30 @@ pub(crate) async fn unknown_fields(api: &Api<DynamicObject>, name: &str) -> anyh
 pub(crate) fn all_kept() -> Value {
     json!({"color": "red", "phase": "Running", "readySeverity": "High", "otherSeverity": "Low"})
 }
+
+/// One test's gadgets: the shared control plane with the CRD installed, a
+/// namespace of the test's own, and the resource read raw and typed.
+pub(crate) struct Gadgets {
+    pub(crate) env: &'static concord_testenv::TestEnv,
+    pub(crate) ns: concord_testenv::TestNamespace,
+    pub(crate) resource: ApiResource,
+    pub(crate) raw: Api<DynamicObject>,
+    pub(crate) typed: Api<Gadget>,
+}
+
+impl Gadgets {
+    /// Install the CRD (once per control plane) and make a namespace.
+    pub(crate) async fn new() -> anyhow::Result<Self> {
+        let env = concord_testenv::TestEnv::shared()?;
+        install(env).await?;
+        let ns = env.namespace().await?;
+        let resource = gadgets();
+        Ok(Gadgets {
+            env,
+            raw: Api::namespaced_with(ns.client(), ns.name(), &resource),
+            typed: Api::namespaced(ns.client(), ns.name()),
+            resource,
+            ns,
+        })
+    }
+}
