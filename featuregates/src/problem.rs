@@ -88,9 +88,9 @@ pub enum Problem {
         /// The flag or variable.
         origin: Origin,
     },
-    /// A strategy name that is not one of lax, strict, update, locked, apply.
+    /// A strategy name that is not one of lax, strict, update, locked, apply, guarded.
     #[error(
-        "unknown strategy `{name}`, expected one of lax, strict, update, locked, apply ({origin})"
+        "unknown strategy `{name}`, expected one of lax, strict, update, locked, apply, guarded ({origin})"
     )]
     UnknownStrategy {
         /// The unknown name.

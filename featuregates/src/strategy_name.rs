@@ -23,16 +23,21 @@ pub enum StrategyName {
     Locked,
     /// Server-side apply with a field manager per intent.
     Apply,
+    /// A patch whose preconditions are exactly the fields and entries it
+    /// writes (strategic-merge directives for one finalizer on built-in
+    /// types, JSON-patch `test`s of the old values otherwise), always the uid.
+    Guarded,
 }
 
 impl StrategyName {
     /// Every strategy, in the order the book and reports list them.
-    pub const ALL: [StrategyName; 5] = [
+    pub const ALL: [StrategyName; 6] = [
         StrategyName::Lax,
         StrategyName::Strict,
         StrategyName::Update,
         StrategyName::Locked,
         StrategyName::Apply,
+        StrategyName::Guarded,
     ];
 
     /// The configuration and metrics-label spelling of this strategy.
@@ -43,13 +48,18 @@ impl StrategyName {
             StrategyName::Update => "update",
             StrategyName::Locked => "locked",
             StrategyName::Apply => "apply",
+            StrategyName::Guarded => "guarded",
         }
     }
 
     /// Whether this strategy takes a [`ConflictPolicy`](crate::ConflictPolicy)
-    /// (only the optimistic-lock strategies meet `409 Conflict`).
+    /// (only the strategies with preconditions meet conflicts they can
+    /// retry or hand back).
     pub const fn takes_conflict_policy(self) -> bool {
-        matches!(self, StrategyName::Strict | StrategyName::Update)
+        matches!(
+            self,
+            StrategyName::Strict | StrategyName::Update | StrategyName::Guarded
+        )
     }
 
     /// Whether this strategy can carry out `operation`.
@@ -76,7 +86,7 @@ impl fmt::Display for StrategyName {
 
 /// The error returned when a string names no strategy.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown strategy `{0}` (expected one of lax, strict, update, locked, apply)")]
+#[error("unknown strategy `{0}` (expected one of lax, strict, update, locked, apply, guarded)")]
 pub struct UnknownStrategy(pub String);
 
 impl FromStr for StrategyName {

@@ -68,7 +68,7 @@ const YAML_CASES: &[(&str, &str)] = &[
     ),
     (
         "strategies:\n  default: optimistic\n",
-        "unknown strategy `optimistic`, expected one of lax, strict, update, locked, apply (file `c.yaml` line 2, key `strategies.default`)",
+        "unknown strategy `optimistic`, expected one of lax, strict, update, locked, apply, guarded (file `c.yaml` line 2, key `strategies.default`)",
     ),
     (
         "strategies:\n  default: 3\n",

@@ -3,7 +3,7 @@ use serde_json::{Map, Value, json};
 
 use crate::field_manager::manager_for;
 use crate::plan::{How, Plan};
-use crate::request::{Body, Request, guarded_removal};
+use crate::request::{Body, Request};
 use crate::session::{Answer, Session};
 use crate::write_loop::OnConflict;
 use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
@@ -21,9 +21,11 @@ use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
 /// same manager — when the observed `managedFields` show that manager owns
 /// it. SSA removes an entry only when no other manager owns it too, and the
 /// creator of an object (an `Update` manager) usually does. So if the entry
-/// survives, or was never ours, `apply` falls back to a guarded JSON patch:
-/// `test` the uid, `test` the exact index and value, then `remove` — atomic
-/// on the server; a failed `test` counts as a conflict and is retried on a
+/// survives, or was never ours, `apply` falls back to the `guarded`
+/// strategy's request: for a built-in type the strategic-merge directive
+/// deleting exactly that entry (guarded by the uid), for a custom resource
+/// a JSON patch that `test`s the uid and the entry at each index before
+/// removing it — a failed `test` counts as a conflict and is retried on a
 /// fresh read within the retry policy ([`Outcome::fell_back`](crate::Outcome)).
 ///
 /// # Caveats
@@ -268,15 +270,23 @@ async fn remove(
             },
         }
     }
-    if guarded_removal(intent, &current).is_none() {
+    let single = Mutation::from(intent.clone());
+    if session.mutate(&single, &current)?.is_none() {
         return Ok(Some(current));
     }
+    // The entry survived the release (another manager owns it too) or was
+    // never ours: remove it with the guarded request (for a built-in type,
+    // the strategic-merge delete directive, which nothing another writer
+    // does to the list can trip).
     session.outcome.fell_back = true;
     let policy = ConflictPolicy::Retry(*retry);
-    let single = Mutation::from(intent.clone());
-    let request = Request::GuardedRemoval(intent);
     session
-        .drive(current, &single, request, OnConflict::Reread(&policy))
+        .drive(
+            current,
+            &single,
+            Request::Guarded,
+            OnConflict::Reread(&policy),
+        )
         .await
 }
 

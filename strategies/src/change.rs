@@ -93,7 +93,7 @@ fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec
         // rather than append to a path that may not exist.
         edits.push(Edit::Set {
             path: path.clone(),
-            old: None,
+            old: Some(Value::Array(Vec::new())),
             new: Value::Array(new.to_vec()),
         });
         return;
@@ -304,7 +304,14 @@ pub(crate) fn json_patch(edits: &[Edit], guard: bool) -> Vec<Value> {
                 if guard {
                     ops.push(json!({"op": "test", "path": pointer(path), "value": old}));
                 }
-                ops.push(json!({"op": "replace", "path": pointer(path), "value": new}));
+                // Unguarded, a member is added, which creates or replaces
+                // it: a view may show a member (a type's default) that the
+                // server does not store. An index is replaced in place.
+                let op = match (guard, path.last()) {
+                    (false, Some(Step::Key(_))) => "add",
+                    _ => "replace",
+                };
+                ops.push(json!({"op": op, "path": pointer(path), "value": new}));
             }
             Edit::Remove { path, old } => {
                 if guard {
@@ -391,7 +398,7 @@ mod tests {
             &json!({"status": {"conditions": [{"type": "A"}]}}),
         );
         assert_eq!(
-            json_patch(&edits, true),
+            json_patch(&edits, false),
             [json!({"op": "add", "path": "/status/conditions", "value": [{"type": "A"}]})]
         );
         let mut raw = json!({"status": {"phase": "Running"}});
@@ -430,6 +437,11 @@ mod tests {
                 json!({"op": "add", "path": "/y", "value": 2}),
             ]
         );
-        assert_eq!(json_patch(&diff(&before, &after), false).len(), 3);
+        let unguarded = json_patch(&diff(&before, &after), false);
+        assert_eq!(
+            unguarded[0],
+            json!({"op": "add", "path": "/status/conditions/0/status", "value": "True"})
+        );
+        assert_eq!(unguarded.len(), 3);
     }
 }

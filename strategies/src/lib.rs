@@ -11,6 +11,7 @@
 //! | [`Update`] | PUT with `resourceVersion`; 409 → GET, retry | every writer | full object on the wire |
 //! | [`Locked`] | in-process mutex around GET → merge patch | tasks of this process only | GET per write, serialised |
 //! | [`Apply`] | server-side apply, a field manager per intent | every writer | managedFields; typed intents only |
+//! | [`Guarded`] | strategic-merge finalizer directives, or a JSON patch `test`ing exactly the paths it writes; always the uid | every writer, for every field it writes | 1 request unless another writer touched the same field |
 //!
 //! Every strategy describes its write as a plan (`plan.rs`: how its
 //! request is built, whether it reads first, what a conflict means) and one
@@ -42,6 +43,7 @@ mod change;
 mod error;
 mod field_manager;
 mod fresh;
+mod guarded;
 mod guarded_patch;
 mod intent;
 mod lax;
@@ -79,6 +81,8 @@ pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyN
 pub use error::Error;
 #[doc(inline)]
 pub use fresh::{DEFAULT_FRESH_WAIT, FreshCopies, cached_copy, is_newer};
+#[doc(inline)]
+pub use guarded::Guarded;
 #[doc(inline)]
 pub use intent::{Condition, Intent};
 #[doc(inline)]

@@ -27,6 +27,7 @@ use crate::Intent;
 #[derive(Clone, Default)]
 pub struct Mutation {
     intents: Vec<Intent>,
+    depends: Vec<String>,
 }
 
 impl Mutation {
@@ -106,6 +107,34 @@ impl Mutation {
         })
     }
 
+    /// This mutation, declared to depend on the field at `path` (a JSON
+    /// pointer, `/spec/replicas`) although it does not write it: the
+    /// decision it carries was taken from that field's observed value.
+    ///
+    /// `guarded` tests the observed value of every such path, so the write
+    /// lands only if they are unchanged (a conflict otherwise, re-read and
+    /// retried as any other); `strict` and `update` already hold the whole
+    /// object to its observed version. `lax`, `locked` and `apply` cannot
+    /// test a field they do not write and refuse such a mutation
+    /// ([`Error::UnsupportedMutation`](crate::Error::UnsupportedMutation)).
+    ///
+    /// ```
+    /// use concord_strategies::{Intent, Mutation};
+    /// let scaled = Mutation::from(Intent::MergeStatus(serde_json::json!({"scaled": true})))
+    ///     .depending_on("/spec/replicas");
+    /// assert_eq!(scaled.dependencies(), ["/spec/replicas"]);
+    /// ```
+    #[must_use]
+    pub fn depending_on(mut self, path: impl Into<String>) -> Self {
+        self.depends.push(path.into());
+        self
+    }
+
+    /// The paths the mutation depends on besides those it writes.
+    pub fn dependencies(&self) -> &[String] {
+        &self.depends
+    }
+
     /// The intents, in order.
     pub fn intents(&self) -> &[Intent] {
         &self.intents
@@ -172,6 +201,7 @@ impl From<Intent> for Mutation {
     fn from(intent: Intent) -> Self {
         Mutation {
             intents: vec![intent],
+            depends: Vec::new(),
         }
     }
 }
@@ -180,13 +210,20 @@ impl FromIterator<Intent> for Mutation {
     fn from_iter<T: IntoIterator<Item = Intent>>(iter: T) -> Self {
         Mutation {
             intents: iter.into_iter().collect(),
+            depends: Vec::new(),
         }
     }
 }
 
 impl fmt::Debug for Mutation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(&self.intents).finish()
+        if self.depends.is_empty() {
+            return f.debug_list().entries(&self.intents).finish();
+        }
+        f.debug_struct("Mutation")
+            .field("intents", &self.intents)
+            .field("depends", &self.depends)
+            .finish()
     }
 }
 

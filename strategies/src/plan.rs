@@ -25,7 +25,7 @@ pub struct Plan<'a> {
 pub(crate) enum How<'a> {
     /// Build every request from the freshest copy with `request`.
     Loop {
-        request: Request<'static>,
+        request: Request,
         read: Read,
         lock: Option<&'a LockTable>,
         on_conflict: OnConflict<'a>,
@@ -58,7 +58,7 @@ impl<'a> Plan<'a> {
     pub(crate) fn new(
         name: StrategyName,
         verbs: &'static [&'static str],
-        request: Request<'static>,
+        request: Request,
         on_conflict: OnConflict<'a>,
     ) -> Self {
         Plan {

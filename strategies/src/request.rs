@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use crate::change::{diff, json_patch};
-use crate::guarded_patch::{escape, guarded_patch};
+use crate::guarded_patch::{Guarded, guarded};
 use crate::merge_patch::{merge_diff, set_metadata};
 use crate::observed::meta;
-use crate::{Error, Intent, ObjectKey};
+use crate::{Error, ObjectKey};
 
 /// A body ready to send.
 #[derive(Debug, PartialEq)]
@@ -17,6 +17,8 @@ pub(crate) enum Body {
     Merge(Value),
     /// A JSON patch (RFC 6902) as a list of operations.
     Json(Value),
+    /// A strategic merge patch (built-in types only).
+    Strategic(Value),
     /// The whole object, for a `PUT`.
     Put(Value),
     /// A server-side apply configuration under its own field manager.
@@ -26,7 +28,7 @@ pub(crate) enum Body {
 /// The request shapes of the strategies that compute a body from the
 /// observed object.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Request<'a> {
+pub(crate) enum Request {
     /// `lax`: the merge patch alone.
     Merge,
     /// `locked`: the merge patch guarded by the uid only.
@@ -36,23 +38,34 @@ pub(crate) enum Request<'a> {
     /// `update`: the whole object with `resourceVersion` and `uid` reset
     /// after the mutation, so a mutation cannot make the PUT unconditional.
     Put,
-    /// `apply`'s fallback: `test` the uid and the entry, then `remove` it.
-    GuardedRemoval(&'a Intent),
-    /// `apply`'s one request for a mutation of several intents: a JSON
-    /// patch guarding every entry it changes, or where that cannot express
-    /// the change, the `strict` merge patch (see `guarded_patch.rs`).
+    /// `guarded`, and `apply`'s one request for a mutation of several
+    /// intents: preconditions on exactly what it writes (see
+    /// `guarded_patch.rs`).
     Guarded,
 }
 
-impl Request<'_> {
+/// What a request is built for: the object, and what the write knows of
+/// how the server treats it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Writing<'a> {
+    /// The object written.
+    pub(crate) key: &'a ObjectKey,
+    /// Whether the server strategic-merges the resource (a built-in type).
+    pub(crate) strategic: bool,
+    /// Paths (JSON pointers) the mutation depends on besides those it writes.
+    pub(crate) depends: &'a [String],
+}
+
+impl Request {
     /// The body turning `current` into `next`; `None` when there is
     /// nothing to send.
     pub(crate) fn build(
         self,
-        key: &ObjectKey,
+        writing: &Writing<'_>,
         current: &Value,
         mut next: Value,
     ) -> Result<Option<Body>, Error> {
+        let key = writing.key;
         let version = || {
             meta(current, "resourceVersion").ok_or_else(|| Error::MissingField {
                 object: key.clone(),
@@ -107,11 +120,10 @@ impl Request<'_> {
                 }
                 Some(Body::Put(next))
             }
-            Request::GuardedRemoval(intent) => guarded_removal(intent, current).map(Body::Json),
-            Request::Guarded if *current == next => None,
-            Request::Guarded => match guarded_patch(current, &next) {
-                Some(ops) => Some(Body::Json(ops)),
-                None => Request::MergeWithVersion.build(key, current, next)?,
+            Request::Guarded => match guarded(current, &next, writing.strategic, writing.depends) {
+                None => None,
+                Some(Guarded::Strategic(patch)) => Some(Body::Strategic(patch)),
+                Some(Guarded::Json(ops)) => Some(Body::Json(ops)),
             },
         })
     }
@@ -142,49 +154,6 @@ fn replaces_object_list(patch: &Value) -> bool {
     }
 }
 
-/// JSON patch ops removing `intent`'s entry from `object` only if the
-/// object, and the entry at each place it is, are still what we saw: every
-/// copy of a finalizer goes (the API server allows duplicates).
-/// `None` if the entry is absent.
-pub(crate) fn guarded_removal(intent: &Intent, object: &Value) -> Option<Value> {
-    let metadata = object.get("metadata")?;
-    let mut ops = Vec::new();
-    if let Some(uid) = meta(object, "uid") {
-        ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
-    }
-    let mut remove = |path: String, value: Value| {
-        ops.push(json!({"op": "test", "path": path, "value": value}));
-        ops.push(json!({"op": "remove", "path": path}));
-    };
-    match intent {
-        Intent::RemoveFinalizer(name) => {
-            let list = metadata.get("finalizers")?.as_array()?;
-            let copies: Vec<usize> = (0..list.len())
-                .filter(|&i| list[i].as_str() == Some(name))
-                .collect();
-            if copies.is_empty() {
-                return None;
-            }
-            for index in copies.into_iter().rev() {
-                remove(format!("/metadata/finalizers/{index}"), json!(name));
-            }
-        }
-        Intent::RemoveLabel(key) => {
-            let value = metadata.get("labels")?.get(key)?;
-            remove(format!("/metadata/labels/{}", escape(key)), value.clone());
-        }
-        Intent::RemoveAnnotation(key) => {
-            let value = metadata.get("annotations")?.get(key)?;
-            remove(
-                format!("/metadata/annotations/{}", escape(key)),
-                value.clone(),
-            );
-        }
-        _ => return None,
-    }
-    Some(Value::Array(ops))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,33 +166,12 @@ mod tests {
         ObjectKey::new("pods", Some("ns"), "p")
     }
 
-    #[test]
-    fn guarded_removal_tests_uid_index_and_value() {
-        let ops = guarded_removal(&Intent::remove_finalizer("b"), &pod(&["a", "b"])).unwrap();
-        assert_eq!(
-            ops,
-            json!([
-                {"op": "test", "path": "/metadata/uid", "value": "u1"},
-                {"op": "test", "path": "/metadata/finalizers/1", "value": "b"},
-                {"op": "remove", "path": "/metadata/finalizers/1"},
-            ])
-        );
-    }
-
-    #[test]
-    fn guarded_removal_takes_out_every_copy() {
-        let ops = guarded_removal(&Intent::remove_finalizer("b"), &pod(&["b", "a", "b"])).unwrap();
-        let removed: Vec<&str> = ops
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|op| op["op"] == "remove")
-            .map(|op| op["path"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            removed,
-            ["/metadata/finalizers/2", "/metadata/finalizers/0"]
-        );
+    fn writing(key: &ObjectKey) -> Writing<'_> {
+        Writing {
+            key,
+            strategic: false,
+            depends: &[],
+        }
     }
 
     #[test]
@@ -233,29 +181,16 @@ mod tests {
         let mut next = current.clone();
         next["status"]["conditions"][0]["status"] = json!("True");
         let body = Request::MergeWithVersion
-            .build(&key(), &current, next)
+            .build(&writing(&key()), &current, next)
             .unwrap();
         assert_eq!(
             body,
             Some(Body::Json(json!([
                 {"op": "test", "path": "/metadata/uid", "value": "u1"},
                 {"op": "replace", "path": "/metadata/resourceVersion", "value": "7"},
-                {"op": "replace", "path": "/status/conditions/0/status", "value": "True"},
+                {"op": "add", "path": "/status/conditions/0/status", "value": "True"},
             ])))
         );
-    }
-
-    #[test]
-    fn guarded_removal_of_absent_entry_is_none() {
-        assert_eq!(
-            guarded_removal(&Intent::remove_finalizer("z"), &pod(&["a"])),
-            None
-        );
-    }
-
-    #[test]
-    fn label_keys_are_escaped_in_json_pointers() {
-        assert_eq!(escape("example.com/a~b"), "example.com~1a~0b");
     }
 
     #[test]
@@ -266,7 +201,9 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .retain(|k, _| k == "name");
-        let body = Request::Put.build(&key(), &current, next).unwrap();
+        let body = Request::Put
+            .build(&writing(&key()), &current, next)
+            .unwrap();
         let Some(Body::Put(body)) = body else {
             panic!("{body:?}")
         };
@@ -280,7 +217,7 @@ mod tests {
         let mut next = current.clone();
         next["metadata"]["finalizers"] = json!([]);
         let body = Request::MergeWithVersion
-            .build(&key(), &current, next)
+            .build(&writing(&key()), &current, next)
             .unwrap();
         assert_eq!(
             body,

@@ -11,8 +11,9 @@ use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, Resource};
 use serde_json::Value;
 
+use crate::guarded_patch::strategic_merges;
 use crate::observed::meta;
-use crate::request::Body;
+use crate::request::{Body, Writing};
 use crate::retry::{Class, call, classify, delay};
 use crate::{Error, Mutation, ObjectKey, Outcome, Target, Verb, Written};
 
@@ -75,6 +76,17 @@ impl<'a> Session<'a> {
         let Some(status) = mutation.is_status() else {
             return Err(Error::MixedSubresources { object: key });
         };
+        let tests_dependencies = matches!(
+            strategy,
+            StrategyName::Strict | StrategyName::Update | StrategyName::Guarded
+        );
+        if !mutation.dependencies().is_empty() && !tests_dependencies {
+            return Err(Error::UnsupportedMutation {
+                strategy,
+                what: "a dependency on a field it does not write (`Mutation::depending_on`)",
+                object: key,
+            });
+        }
         if strategy != StrategyName::Apply && mutation.operation() == Operation::ApplyOwned {
             return Err(Error::UnsupportedMutation {
                 strategy,
@@ -95,6 +107,15 @@ impl<'a> Session<'a> {
             writes: 0,
             key,
         })
+    }
+
+    /// What requests of this write are built for.
+    pub(crate) fn writing<'m>(&'m self, mutation: &'m Mutation) -> Writing<'m> {
+        Writing {
+            key: &self.key,
+            strategic: strategic_merges(&self.target.resource.group),
+            depends: mutation.dependencies(),
+        }
     }
 
     /// `mutation` applied to `object`, `None` if it changes nothing.
@@ -249,6 +270,10 @@ impl<'a> Session<'a> {
             Body::Merge(value) => (
                 Verb::Patch,
                 patch(&PatchParams::apply(manager), &Patch::Merge(value)),
+            ),
+            Body::Strategic(value) => (
+                Verb::Patch,
+                patch(&PatchParams::apply(manager), &Patch::Strategic(value)),
             ),
             Body::Json(ops) => {
                 let ops: json_patch::Patch =

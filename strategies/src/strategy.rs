@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::plan::Plan;
 use crate::{
-    Apply, Error, Lax, Locked, Mutation, ObjectKey, Observed, Strict, Target, Update, Written,
+    Apply, Error, Guarded, Lax, Locked, Mutation, ObjectKey, Observed, Strict, Target, Update,
+    Written,
 };
 
 /// How a mutation reaches the API server.
@@ -104,7 +105,7 @@ pub trait WriteStrategy: Send + Sync + std::fmt::Debug {
 
 /// The strategy called `name` handling conflicts by `policy`.
 ///
-/// `strict` and `update` take any policy; `apply` takes a retry policy for
+/// `strict`, `update` and `guarded` take any policy; `apply` takes a retry policy for
 /// its guarded fallback; `lax` and `locked` meet no conflicts they could
 /// retry, so they take only a retry policy (whose bounds they ignore).
 ///
@@ -128,6 +129,7 @@ pub fn try_strategy_for(
     Ok(match (name, retry) {
         (StrategyName::Strict, _) => Arc::new(Strict::new(policy)),
         (StrategyName::Update, _) => Arc::new(Update::new(policy)),
+        (StrategyName::Guarded, _) => Arc::new(Guarded::new(policy)),
         (StrategyName::Apply, Some(retry)) => Arc::new(Apply::new().with_retry(retry)),
         (StrategyName::Locked, Some(_)) => Arc::new(Locked::new()),
         (StrategyName::Lax, Some(_)) => Arc::new(Lax),
@@ -188,7 +190,11 @@ mod tests {
             let err = try_strategy_for(name, ConflictPolicy::Requeue).unwrap_err();
             assert!(err.to_string().contains("requeue"), "{name}: {err}");
         }
-        for name in [StrategyName::Strict, StrategyName::Update] {
+        for name in [
+            StrategyName::Strict,
+            StrategyName::Update,
+            StrategyName::Guarded,
+        ] {
             assert!(try_strategy_for(name, ConflictPolicy::Requeue).is_ok());
         }
     }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::fresh::is_newer;
 use crate::observed::meta;
 use crate::plan::{How, Plan, Read};
-use crate::request::Request;
+use crate::request::{Body, Request};
 use crate::retry::delay;
 use crate::session::{Answer, Sent, Session};
 use crate::turns;
@@ -43,7 +43,7 @@ impl Session<'_> {
         &mut self,
         mut current: Value,
         mutation: &Mutation,
-        request: Request<'_>,
+        request: Request,
         on_conflict: OnConflict<'_>,
     ) -> Result<Option<Value>, Error> {
         let takes_turns = matches!(on_conflict, OnConflict::Reread(_));
@@ -65,7 +65,7 @@ impl Session<'_> {
             let Some(next) = self.mutate(mutation, &current)? else {
                 return Ok(Some(current));
             };
-            let Some(body) = request.build(&self.key, &current, next)? else {
+            let Some(body) = request.build(&self.writing(mutation), &current, next)? else {
                 return Ok(Some(current));
             };
             let answer = match self.send_once(&body, retry).await? {
@@ -99,18 +99,24 @@ impl Session<'_> {
             drop(turn);
             attempts += 1;
             self.after_conflict(on_conflict, attempts).await?;
-            let Some(fresh) = self.reread(&current, request).await? else {
+            let Some((mut fresh, from_cache)) = self.reread(&current, request).await? else {
                 return self.gone().map(|()| None);
             };
             // A guard that trips again on an unchanged object was not a
-            // race: the body itself is wrong.
+            // race: the body itself is wrong — unless the copy came from a
+            // typed cache, whose view may hold what the server does not
+            // (a type's defaults): then the server's own copy decides.
             if let Some(err) = tripped {
-                let again = self.mutate(mutation, &fresh)?;
-                let rebuilt = match again {
-                    Some(next) => request.build(&self.key, &fresh, next)?,
-                    None => None,
-                };
-                if rebuilt.as_ref() == Some(&body) {
+                let mut same = self.rebuilds(mutation, request, &fresh, &body)?;
+                if same && from_cache {
+                    self.outcome.rereads_by_get += 1;
+                    let Some(read) = self.get().await? else {
+                        return self.gone().map(|()| None);
+                    };
+                    fresh = read;
+                    same = self.rebuilds(mutation, request, &fresh, &body)?;
+                }
+                if same {
                     return Err(Error::Rejected {
                         object: self.key.clone(),
                         source: err,
@@ -121,27 +127,43 @@ impl Session<'_> {
         }
     }
 
-    /// The freshest copy after `conflicted` met a conflict; `None` if the
-    /// object is gone. From the target's fresh copies when they hold a newer
-    /// version in time (and, for a `PUT`, a complete one), else by `GET`.
+    /// Whether `mutation` of `fresh` builds exactly `body` again.
+    fn rebuilds(
+        &self,
+        mutation: &Mutation,
+        request: Request,
+        fresh: &Value,
+        body: &Body,
+    ) -> Result<bool, Error> {
+        let rebuilt = match self.mutate(mutation, fresh)? {
+            Some(next) => request.build(&self.writing(mutation), fresh, next)?,
+            None => None,
+        };
+        Ok(rebuilt.as_ref() == Some(body))
+    }
+
+    /// The freshest copy after `conflicted` met a conflict, and whether it
+    /// came from the cache; `None` if the object is gone. From the target's
+    /// fresh copies when they hold a newer version in time (and, for a
+    /// `PUT`, a complete one), else by `GET`.
     async fn reread(
         &mut self,
         conflicted: &Value,
-        request: Request<'_>,
-    ) -> Result<Option<Value>, Error> {
+        request: Request,
+    ) -> Result<Option<(Value, bool)>, Error> {
         if let Some(copy) = self.cached_copy(conflicted, request).await? {
             self.outcome.rereads_from_cache += 1;
-            return Ok(Some(copy));
+            return Ok(Some((copy, true)));
         }
         self.outcome.rereads_by_get += 1;
-        self.get().await
+        Ok(self.get().await?.map(|fresh| (fresh, false)))
     }
 
     /// A usable copy newer than `conflicted` from the fresh copies, if any.
     async fn cached_copy(
         &self,
         conflicted: &Value,
-        request: Request<'_>,
+        request: Request,
     ) -> Result<Option<Value>, Error> {
         let (Some(fresh), Some(than)) = (
             self.target.fresh.as_deref(),

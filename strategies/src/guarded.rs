@@ -1,0 +1,73 @@
+use concord_featuregates::{ConflictPolicy, StrategyName};
+
+use crate::WriteStrategy;
+use crate::plan::Plan;
+use crate::request::Request;
+use crate::write_loop::OnConflict;
+
+/// `guarded`: a patch whose preconditions are exactly the fields and
+/// entries it writes, and always the uid.
+///
+/// - Finalizers of a built-in type (which the API server strategic-merges):
+///   the merge directives that add (`finalizers: [ours]`) or delete
+///   (`$deleteFromPrimitiveList/finalizers: [ours]`) exactly that entry,
+///   with the uid as the only precondition: another writer's finalizers,
+///   added first or last, can never trip it, and a retry never duplicates.
+/// - Everything else (labels, annotations, conditions, status fragments,
+///   closures, custom resources' finalizers): a JSON patch that `test`s the
+///   old value of exactly each path the mutation changes (`null` before an
+///   add, the whole list before an append, the `type` or `name` of each
+///   list entry it reaches into), then changes it.
+///
+/// A tripped test is a conflict: the object is re-read from the shared
+/// cache (a `GET` when it has not caught up), the mutation re-applied, and
+/// the write retried within the [`ConflictPolicy`] (or handed back with
+/// [`ConflictPolicy::Requeue`]).
+///
+/// # Guarantees
+///
+/// No lost update of any field anyone writes: a concurrent change to a
+/// path this write changes trips its test; a concurrent change to any other
+/// path never conflicts. A recreated object is never written (the uid).
+///
+/// # Caveats
+///
+/// It does not protect a decision the reconciler took from a field it did
+/// not write — that is [`Strict`](crate::Strict)'s whole-object guarantee —
+/// unless the mutation names that field with
+/// [`Mutation::depending_on`](crate::Mutation::depending_on), which is
+/// tested like the written ones.
+///
+/// ```no_run
+/// # async fn demo(target: concord_strategies::Target, pod: kube::core::DynamicObject)
+/// # -> Result<(), concord_strategies::Error> {
+/// use concord_featuregates::ConflictPolicy;
+/// use concord_strategies::{Guarded, Intent, WriteStrategy};
+/// Guarded::new(ConflictPolicy::default())
+///     .write(&target, &pod, &Intent::remove_finalizer("kueue.x-k8s.io/managed").into())
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Guarded {
+    policy: ConflictPolicy,
+}
+
+impl Guarded {
+    /// A `guarded` strategy handling tripped guards by `policy`.
+    pub fn new(policy: ConflictPolicy) -> Self {
+        Guarded { policy }
+    }
+}
+
+impl WriteStrategy for Guarded {
+    fn plan(&self) -> Plan<'_> {
+        let on_conflict = OnConflict::Reread(&self.policy);
+        Plan::new(
+            StrategyName::Guarded,
+            &["get", "patch"],
+            Request::Guarded,
+            on_conflict,
+        )
+    }
+}
