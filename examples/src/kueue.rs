@@ -38,6 +38,11 @@ pub const REMOVE_FINALIZERS_WITH_STRICT_PATCH: FeatureSpec =
 /// The example's configuration file, `examples/kueue-finalizer/config.yaml`.
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kueue-finalizer/config.yaml");
 
+/// The same with `guarded` finalizer removal,
+/// `examples/kueue-finalizer/guarded.yaml`.
+pub const GUARDED_CONFIG: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/kueue-finalizer/guarded.yaml");
+
 /// The finalizer this operator holds Pods with.
 pub const FINALIZER: &str = "kueue.concord.dev/managed";
 /// Pods carrying this label (any value) are managed.

@@ -30,10 +30,11 @@ use kube::{Client, CustomResourceExt, ResourceExt};
 use serde_json::json;
 
 /// The strategies that promise no lost write against other processes.
-const SAFE: [StrategyName; 3] = [
+const SAFE: [StrategyName; 4] = [
     StrategyName::Strict,
     StrategyName::Update,
     StrategyName::Apply,
+    StrategyName::Guarded,
 ];
 const PODS: usize = 6;
 const MINUTE: Duration = Duration::from_secs(60);

@@ -33,15 +33,16 @@ async fn manager(
         .unwrap()
 }
 
-#[tokio::test]
-async fn kueue_operator_keeps_every_foreign_finalizer_with_the_gate_on() -> Result<()> {
+/// The kueue operator with `config`, whose finalizer removal must be
+/// `removal`: every pod released, every foreign finalizer kept.
+async fn kueue_keeps_every_foreign_finalizer(config: &str, removal: StrategyName) -> Result<()> {
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let (registry, gate) = kueue::registry()?;
     let mut manager = manager(
         "kueue-finalizer",
         env.client()?,
-        ManagerArgs::new().with_config(kueue::CONFIG),
+        ManagerArgs::new().with_config(config),
         registry,
     )
     .await;
@@ -53,7 +54,7 @@ async fn kueue_operator_keeps_every_foreign_finalizer_with_the_gate_on() -> Resu
         manager
             .context::<Pod>()
             .strategy(Operation::RemoveFinalizer),
-        StrategyName::Strict
+        removal
     );
     manager.add_controller(
         "pods",
@@ -69,12 +70,22 @@ async fn kueue_operator_keeps_every_foreign_finalizer_with_the_gate_on() -> Resu
     assert_eq!(report.deleted, 15);
     assert_eq!(
         report.foreign_kept, 15,
-        "strict removal keeps the other controller's finalizer on every pod"
+        "{removal} removal keeps the other controller's finalizer on every pod"
     );
 
     stop.shutdown();
     running.await??;
     Ok(())
+}
+
+#[tokio::test]
+async fn kueue_operator_keeps_every_foreign_finalizer_with_the_gate_on() -> Result<()> {
+    kueue_keeps_every_foreign_finalizer(kueue::CONFIG, StrategyName::Strict).await
+}
+
+#[tokio::test]
+async fn kueue_operator_keeps_every_foreign_finalizer_with_guarded_removal() -> Result<()> {
+    kueue_keeps_every_foreign_finalizer(kueue::GUARDED_CONFIG, StrategyName::Guarded).await
 }
 
 #[test]

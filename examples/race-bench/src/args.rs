@@ -74,6 +74,8 @@ pub enum Contender {
     Locked,
     /// concord's `apply` strategy.
     Apply,
+    /// concord's `guarded` strategy.
+    Guarded,
     /// `strict`'s requests sent with bare kube-rs calls: a merge patch with
     /// the observed resourceVersion, GET and retry on 409.
     Raw,
@@ -102,6 +104,8 @@ pub enum Contender {
     ManagerLocked,
     /// `apply` through a real `Manager` and `Reconciler`.
     ManagerApply,
+    /// `guarded` through a real `Manager` and `Reconciler`.
+    ManagerGuarded,
 }
 
 impl Contender {
@@ -113,6 +117,7 @@ impl Contender {
             Contender::Update => Some(StrategyName::Update),
             Contender::Locked => Some(StrategyName::Locked),
             Contender::Apply => Some(StrategyName::Apply),
+            Contender::Guarded => Some(StrategyName::Guarded),
             _ => None,
         }
     }
@@ -125,6 +130,7 @@ impl Contender {
             Contender::ManagerUpdate => Some(StrategyName::Update),
             Contender::ManagerLocked => Some(StrategyName::Locked),
             Contender::ManagerApply => Some(StrategyName::Apply),
+            Contender::ManagerGuarded => Some(StrategyName::Guarded),
             _ => None,
         }
     }
@@ -138,6 +144,7 @@ impl Contender {
             Contender::ManagerUpdate => Some(Contender::Update),
             Contender::ManagerLocked => Some(Contender::Locked),
             Contender::ManagerApply => Some(Contender::Apply),
+            Contender::ManagerGuarded => Some(Contender::Guarded),
             _ => None,
         }
     }
@@ -164,6 +171,7 @@ impl Contender {
             Contender::ManagerUpdate => "manager-update",
             Contender::ManagerLocked => "manager-locked",
             Contender::ManagerApply => "manager-apply",
+            Contender::ManagerGuarded => "manager-guarded",
             other => match other.strategy() {
                 Some(name) => name.as_str(),
                 None => "?",
@@ -172,8 +180,9 @@ impl Contender {
     }
 
     /// The contenders a scenario runs when `--strategies` is not given:
-    /// the five strategies, `strict` through a `Manager`, `raw`, `ceiling`
-    /// and `controller-runtime`, plus `json-index` in `argo`.
+    /// the six strategies, `strict` and `guarded` through a `Manager`,
+    /// `raw`, `ceiling` and `controller-runtime`, plus `json-index` in
+    /// `argo`.
     pub fn defaults(scenario: Scenario) -> Vec<Contender> {
         let mut all = vec![
             Contender::Lax,
@@ -181,7 +190,9 @@ impl Contender {
             Contender::Update,
             Contender::Locked,
             Contender::Apply,
+            Contender::Guarded,
             Contender::ManagerStrict,
+            Contender::ManagerGuarded,
             Contender::Raw,
             Contender::Ceiling,
             Contender::ControllerRuntime,
@@ -228,7 +239,8 @@ pub struct Args {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=512))]
     pub writers: u32,
     /// Comma-separated contenders [default: lax,strict,update,locked,apply,
-    /// manager-strict,raw,ceiling,controller-runtime (+json-index in argo)].
+    /// guarded,manager-strict,manager-guarded,raw,ceiling,controller-runtime
+    /// (+json-index in argo)].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub strategies: Option<Vec<Contender>>,
     /// Seed of every random choice (foreign-writer order and timing, which

@@ -4,12 +4,15 @@
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use concord::strategies::{FreshCopies, Observed, is_newer};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::scenarios::index;
@@ -28,6 +31,8 @@ use crate::scenarios::index;
 /// contender pays the same decode.
 pub(crate) struct Cache {
     slots: Arc<Slots>,
+    /// Woken on every event stored, for re-reads waiting on the watch.
+    changed: Arc<Notify>,
     namespace: String,
     task: JoinHandle<()>,
 }
@@ -41,15 +46,20 @@ impl Cache {
         let resource = ApiResource::erase::<Pod>(&());
         let api: Api<DynamicObject> = Api::namespaced_with(client, namespace, &resource);
         let slots = Arc::new(RwLock::new(vec![None; objects]));
-        let feed = slots.clone();
+        let changed = Arc::new(Notify::new());
+        let (feed, wake) = (slots.clone(), changed.clone());
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
             .for_each(move |event| {
                 match event {
                     Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
                         store(&feed, obj, true);
+                        wake.notify_waiters();
                     }
-                    Ok(watcher::Event::Delete(obj)) => store(&feed, obj, false),
+                    Ok(watcher::Event::Delete(obj)) => {
+                        store(&feed, obj, false);
+                        wake.notify_waiters();
+                    }
                     Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
                     Err(err) => tracing::warn!(error = %err, "pod watch failed; retrying"),
                 }
@@ -57,6 +67,7 @@ impl Cache {
             });
         Cache {
             slots,
+            changed,
             namespace: namespace.to_owned(),
             task: tokio::spawn(stream),
         }
@@ -118,6 +129,50 @@ fn store(slots: &Slots, mut obj: DynamicObject, present: bool) {
         && let Some(slot) = slots.get_mut(i as usize)
     {
         *slot = value;
+    }
+}
+
+/// The cache as the strategies' re-read source after a conflict, as a
+/// controller-runtime client reads its informer cache: a copy newer than
+/// the one that conflicted, waiting for the watch at most `wait`.
+impl FreshCopies for Cache {
+    fn newer<'a>(
+        &'a self,
+        _namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>> {
+        Box::pin(async move {
+            let object = index(name)?;
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                // Register before looking, so an event stored in between
+                // still wakes this wait.
+                let changed = self.changed.notified();
+                if let Some(copy) = self.get(object) {
+                    let version = copy
+                        .metadata
+                        .resource_version
+                        .as_deref()
+                        .unwrap_or_default();
+                    if is_newer(version, than) == Some(true) {
+                        return Some(Observed::complete(serde_json::to_value(copy).ok()?));
+                    }
+                }
+                if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
     }
 }
 

@@ -108,9 +108,10 @@ pub fn markdown(report: &Report) -> String {
         .any(|r| r.rereads_from_cache.is_some() || r.rereads_by_get.is_some())
     {
         out.push_str(
-            "\nRe-reads after a conflict: `manager-*` contenders re-read from the manager's shared watch cache \
-             (a GET only when it has not caught up within 50 ms); the direct concord contenders run without \
-             a concord cache, so every re-read of theirs is a GET. `-`: not counted (not concord).\n",
+            "\nRe-reads after a conflict: every concord contender re-reads from a watch cache, as the \
+             controller-runtime peer reads its informer's: `manager-*` from the manager's shared cache, the \
+             direct ones from the benchmark's own pod watch (a GET only when it has not caught up within \
+             50 ms). `raw` has no cache: every re-read of its is a GET. `-`: not counted (not concord).\n",
         );
     }
     out

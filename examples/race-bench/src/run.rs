@@ -277,7 +277,7 @@ async fn ours(
     let objects = workload.specs.len();
     let cache = Arc::new(Cache::start(s.client.clone(), ns, objects));
     cache.wait_for(objects, CACHE_TIMEOUT).await?;
-    let sender = Arc::new(Sender::new(contender, &s.client, ns));
+    let sender = Arc::new(Sender::new(contender, &s.client, ns, cache.clone()));
     let bar = s.progress.bar(name, "write", workload.lanes.len() as u64);
     let crew = Crew {
         cache: cache.clone(),

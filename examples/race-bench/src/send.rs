@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use concord::strategies::{
-    ConflictPolicy, Error, Intent, Mutation, Target, WriteMetrics, WriteStrategy, strategy_for,
+    ConflictPolicy, Error, FreshCopies, Intent, Mutation, Target, WriteMetrics, WriteStrategy,
+    strategy_for,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
@@ -76,7 +77,13 @@ enum How {
 
 impl Sender {
     /// A sender for `contender` writing pods of `namespace` through `client`.
-    pub(crate) fn new(contender: Contender, client: &Client, namespace: &str) -> Self {
+    /// Its concord strategies re-read from `cache` after a conflict.
+    pub(crate) fn new(
+        contender: Contender,
+        client: &Client,
+        namespace: &str,
+        cache: Arc<dyn FreshCopies>,
+    ) -> Self {
         let api = Api::namespaced(client.clone(), namespace);
         let params = PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
@@ -87,7 +94,8 @@ impl Sender {
                 let metrics = Arc::new(WriteMetrics::default());
                 let target = Target::new(client.clone(), ApiResource::erase::<Pod>(&()))
                     .with_field_manager(FIELD_MANAGER)
-                    .with_metrics(metrics.clone());
+                    .with_metrics(metrics.clone())
+                    .with_fresh_copies(cache);
                 How::Concord {
                     strategy: strategy_for(name, ConflictPolicy::default()),
                     target,
