@@ -8,7 +8,7 @@ use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use serde_json::Value;
 
-use super::handler::{Answer, Handler, Outcome};
+use super::handler::{Answer, Handler, Outcome, expect_review};
 use crate::Object;
 
 /// A version of a custom resource that converts to and from the hub `H`,
@@ -191,6 +191,13 @@ impl<H: Object> Handler for ConversionHandler<H> {
             Ok(review) => review,
             Err(e) => return Answer::bad_request(format!("malformed ConversionReview: {e}")),
         };
+        if let Err(answer) = expect_review(
+            &review.types,
+            "apiextensions.k8s.io/v1",
+            "ConversionReview",
+        ) {
+            return answer;
+        }
         let Ok(mut request) = ConversionRequest::from_review(review) else {
             return Answer::bad_request("ConversionReview without a request".to_owned());
         };
