@@ -148,7 +148,12 @@ mod tests {
             object: ObjectKey::new("widgets", Some("ns"), "w"),
             attempts: 5,
         };
-        assert!(!is_conflict_requeue(&exhausted), "retries ran out: a failure");
-        assert!(!is_conflict_requeue(&Outer::Inline(std::io::Error::other("x"))));
+        assert!(
+            !is_conflict_requeue(&exhausted),
+            "retries ran out: a failure"
+        );
+        assert!(!is_conflict_requeue(&Outer::Inline(std::io::Error::other(
+            "x"
+        ))));
     }
 }

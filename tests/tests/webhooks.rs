@@ -254,10 +254,13 @@ async fn a_review_of_another_api_version_or_kind_is_refused() -> Result<()> {
             ("admission.k8s.io/v1", "Nonsense"),
         ] {
             let body = review(api_version, kind);
-            let (status, body, _) = https(served.address, &ca, "POST", path, body.as_bytes()).await?;
+            let (status, body, _) =
+                https(served.address, &ca, "POST", path, body.as_bytes()).await?;
             assert_eq!(status, 400, "{path} {api_version} {kind}: {body}");
             assert!(
-                body.contains("expected apiVersion `admission.k8s.io/v1` and kind `AdmissionReview`"),
+                body.contains(
+                    "expected apiVersion `admission.k8s.io/v1` and kind `AdmissionReview`"
+                ),
                 "{body}"
             );
             assert!(!body.contains("\"allowed\""), "no review answer: {body}");

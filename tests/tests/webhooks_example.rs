@@ -23,13 +23,13 @@ use concord_examples::widgets_v1alpha1;
 use concord_examples::widgets_webhooks::{self, CONFIGURATION, DEFAULT_MESSAGE};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::ResourceExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::watcher;
 use proptest::prelude::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use webhooks_support::{admin, certs, eventually, https, unregister};
 
 fn hub(name: &str, message: String, shards: i32, status: Option<WidgetStatus>) -> Widget {
@@ -317,19 +317,54 @@ async fn as_a_user(ns: &concord_testenv::TestNamespace, client: &kube::Client) -
     // defaulter's for `message`.
     create_raw(client, ns.name(), "v1", "empty", json!({})).await?;
     let empty = new.get("empty").await?;
-    assert_eq!((empty.spec.message.as_str(), empty.spec.shards), (DEFAULT_MESSAGE, 1));
+    assert_eq!(
+        (empty.spec.message.as_str(), empty.spec.shards),
+        (DEFAULT_MESSAGE, 1)
+    );
     // And `text` left out in v1alpha1.
-    create_raw(client, ns.name(), "v1alpha1", "bare-old", json!({"replicas": 1})).await?;
+    create_raw(
+        client,
+        ns.name(),
+        "v1alpha1",
+        "bare-old",
+        json!({"replicas": 1}),
+    )
+    .await?;
     assert_eq!(new.get("bare-old").await?.spec.message, DEFAULT_MESSAGE);
 
     // Bad values, in both versions: a 4xx naming the field, never a 5xx,
     // and nothing stored.
     let cases = [
-        ("v1", "minus", json!({"message": "m", "shards": -1}), "spec.shards"),
-        ("v1", "many", json!({"message": "m", "shards": 50}), "spec.shards"),
-        ("v1", "words", json!({"message": "m", "shards": "two"}), "spec.shards"),
-        ("v1alpha1", "minus-old", json!({"text": "m", "replicas": -1}), "spec.replicas"),
-        ("v1alpha1", "many-old", json!({"text": "m", "replicas": 50}), "spec.shards"),
+        (
+            "v1",
+            "minus",
+            json!({"message": "m", "shards": -1}),
+            "spec.shards",
+        ),
+        (
+            "v1",
+            "many",
+            json!({"message": "m", "shards": 50}),
+            "spec.shards",
+        ),
+        (
+            "v1",
+            "words",
+            json!({"message": "m", "shards": "two"}),
+            "spec.shards",
+        ),
+        (
+            "v1alpha1",
+            "minus-old",
+            json!({"text": "m", "replicas": -1}),
+            "spec.replicas",
+        ),
+        (
+            "v1alpha1",
+            "many-old",
+            json!({"text": "m", "replicas": 50}),
+            "spec.shards",
+        ),
     ];
     for (version, name, spec, field) in cases {
         let status = api_error(create_raw(client, ns.name(), version, name, spec.clone()).await);
@@ -337,7 +372,10 @@ async fn as_a_user(ns: &concord_testenv::TestNamespace, client: &kube::Client) -
             (400..500).contains(&status.code),
             "{version} {spec}: expected a 4xx, got {status:?}"
         );
-        assert!(status.message.contains(field), "{version} {spec}: {status:?}");
+        assert!(
+            status.message.contains(field),
+            "{version} {spec}: {status:?}"
+        );
         assert!(new.get_opt(name).await?.is_none(), "{name} not stored");
     }
     Ok(())
@@ -374,8 +412,14 @@ async fn reviews_of_another_type_are_refused(webhook_at: SocketAddr, ca: &str) -
         "/validate-demo-concord-dev-v1-widget",
         "/mutate-demo-concord-dev-v1-widget",
     ] {
-        let (status, body, _) =
-            https(webhook_at, ca, "POST", path, admission.to_string().as_bytes()).await?;
+        let (status, body, _) = https(
+            webhook_at,
+            ca,
+            "POST",
+            path,
+            admission.to_string().as_bytes(),
+        )
+        .await?;
         assert_eq!(status, 400, "{path}: {body}");
         assert!(!body.contains("patch"), "{path}: not patched: {body}");
     }
@@ -384,16 +428,19 @@ async fn reviews_of_another_type_are_refused(webhook_at: SocketAddr, ca: &str) -
 
 /// Whether creating `crd` (dry run, under a group of its own so that it
 /// never meets the installed one) draws a `Warning` header.
-async fn crd_warnings(client: &kube::Client, mut crd: CustomResourceDefinition, group: &str) -> Result<Vec<String>> {
+async fn crd_warnings(
+    client: &kube::Client,
+    mut crd: CustomResourceDefinition,
+    group: &str,
+) -> Result<Vec<String>> {
     crd.spec.group = group.to_owned();
     crd.metadata.name = Some(format!("{}.{group}", crd.spec.names.plural));
     crd.spec.conversion = None;
     let body = serde_json::to_vec(&crd)?;
-    let request = http::Request::post(
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All",
-    )
-    .header("content-type", "application/json")
-    .body(body)?;
+    let request =
+        http::Request::post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All")
+            .header("content-type", "application/json")
+            .body(body)?;
     let response = client.send(request.map(kube::client::Body::from)).await?;
     assert!(response.status().is_success(), "{:?}", response.status());
     Ok(response
@@ -426,7 +473,9 @@ async fn the_generated_crd_is_created_without_warnings() -> Result<()> {
     schema.format = Some("uint32".into());
     let warnings = crd_warnings(&client, unsigned, "warn.concord.dev").await?;
     assert!(
-        warnings.iter().any(|w| w.contains("unrecognized format") && w.contains("uint32")),
+        warnings
+            .iter()
+            .any(|w| w.contains("unrecognized format") && w.contains("uint32")),
         "{warnings:?}"
     );
     Ok(())

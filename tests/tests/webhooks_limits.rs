@@ -101,7 +101,9 @@ async fn stalled_clients_are_cut_off_while_the_api_server_is_served() -> Result<
                  Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
     })
     .await?;
-    let created = api.create(&PostParams::default(), &gizmo("fine", 5)).await?;
+    let created = api
+        .create(&PostParams::default(), &gizmo("fine", 5))
+        .await?;
     assert_eq!(created.spec.color.as_deref(), Some("blue"));
 
     let (seen, took) = stalled_headers.await?;

@@ -196,7 +196,10 @@ mod tests {
     fn a_bad_value_is_still_an_error_naming_it() {
         let raw = json!({"spec": {"message": "m", "shards": "many", "items": []}});
         let error = read_filling::<Object>(&raw).err().unwrap();
-        assert!(error.to_string().contains("invalid type: string \"many\""), "{error}");
+        assert!(
+            error.to_string().contains("invalid type: string \"many\""),
+            "{error}"
+        );
     }
 
     #[test]

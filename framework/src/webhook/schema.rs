@@ -74,7 +74,12 @@ fn rewrite(schema: &mut JSONSchemaProps) {
         .properties
         .iter_mut()
         .flat_map(|p| p.values_mut())
-        .chain(schema.pattern_properties.iter_mut().flat_map(|p| p.values_mut()))
+        .chain(
+            schema
+                .pattern_properties
+                .iter_mut()
+                .flat_map(|p| p.values_mut()),
+        )
         .chain(schema.definitions.iter_mut().flat_map(|p| p.values_mut()))
         .chain(schema.all_of.iter_mut().flatten())
         .chain(schema.any_of.iter_mut().flatten())
@@ -174,7 +179,10 @@ mod tests {
             s["properties"]["small"],
             json!({"type": "integer", "minimum": 0.0, "maximum": 255.0})
         );
-        assert_eq!(s["properties"]["big"], json!({"type": "integer", "minimum": 0.0}));
+        assert_eq!(
+            s["properties"]["big"],
+            json!({"type": "integer", "minimum": 0.0})
+        );
         assert_eq!(
             s["properties"]["items"]["items"],
             json!({"type": "integer", "minimum": 0.0, "maximum": 65535.0})

@@ -271,9 +271,7 @@ async fn connection(
     let service = service_fn(move |request| {
         let routes = routes.clone();
         let metrics = metrics.clone();
-        async move {
-            Ok::<_, Infallible>(answer(request, &routes, &metrics, limits.body_read).await)
-        }
+        async move { Ok::<_, Infallible>(answer(request, &routes, &metrics, limits.body_read).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
