@@ -33,13 +33,16 @@ use serde_json::json;
 pub struct WidgetSpec {
     /// What every shard holds.
     pub message: String,
-    /// How many ConfigMaps hold it.
+    /// How many ConfigMaps hold it. Signed, as the Kubernetes API
+    /// conventions ask: a webhook that runs before the schema check (the
+    /// conversion, the defaulter) can then read a negative value, and the
+    /// schema's `minimum` refuses it with a 422 naming the field.
     #[serde(default = "one")]
     #[schemars(range(min = 0, max = 20))]
-    pub shards: u32,
+    pub shards: i32,
 }
 
-fn one() -> u32 {
+fn one() -> i32 {
     1
 }
 
@@ -49,7 +52,8 @@ fn one() -> u32 {
 pub struct WidgetStatus {
     /// Shards in place.
     #[serde(default)]
-    pub shards: u32,
+    #[schemars(range(min = 0))]
+    pub shards: i32,
     /// The generation of the spec they reflect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -150,14 +154,16 @@ impl Reconciler<Widget> for WidgetReconciler {
 
 async fn apply(ctx: &Context<Widget>, widget: &Widget) -> Result<Action, WidgetError> {
     let wanted = widget.spec.shards;
-    for index in 0..wanted {
+    // The schema keeps `shards` at 0 or more; a negative count means none.
+    let count = u32::try_from(wanted).unwrap_or(0);
+    for index in 0..count {
         let shard = shard(widget, index);
         let name = shard.name_any();
         ctx.apply_owned(widget, shard)
             .await
             .map_err(|source| WidgetError::ApplyShard { name, source })?;
     }
-    prune(ctx, widget, wanted).await?;
+    prune(ctx, widget, count).await?;
 
     // Status and condition in one mutation: one write to /status.
     let ready = Condition {

@@ -61,7 +61,7 @@ pub struct DemoReport {
     pub shards_after_delete: usize,
 }
 
-fn ready(widget: &Widget, shards: u32) -> bool {
+fn ready(widget: &Widget, shards: i32) -> bool {
     widget.status.as_ref().is_some_and(|s| {
         s.shards == shards
             && s.observed_generation == widget.metadata.generation

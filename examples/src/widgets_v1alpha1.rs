@@ -1,6 +1,6 @@
 //! `demo.concord.dev/v1alpha1`, the Widget's older shape, still served:
 //! the spec said `text` and `replicas` where `v1` says `message` and
-//! `shards`, and its schema had no bound on `replicas`. It converts to
+//! `shards`, and its schema had no upper bound on `replicas`. It converts to
 //! and from the hub, [`crate::widgets::Widget`] (`v1`, the storage
 //! version), through the webhook that
 //! [`widgets_webhooks::webhooks`](crate::widgets_webhooks::webhooks) serves.
@@ -29,10 +29,12 @@ pub struct WidgetSpec {
     /// the defaulter fills it.
     #[serde(default)]
     pub text: String,
-    /// How many ConfigMaps hold it (`spec.shards` in `v1`). Unbounded in
-    /// this version's schema: the validator applies `v1`'s bound whatever
-    /// version a client writes.
-    pub replicas: u32,
+    /// How many ConfigMaps hold it (`spec.shards` in `v1`). No upper
+    /// bound in this version's schema: the validator applies `v1`'s bound
+    /// whatever version a client writes. Signed, so that the conversion
+    /// can carry a negative value to the schema check that refuses it.
+    #[schemars(range(min = 0))]
+    pub replicas: i32,
 }
 
 /// Every field has a place in `v1` and back: nothing to park in

@@ -23,7 +23,7 @@ pub const CERTIFICATE: &str = "crd-operator-serving-cert";
 pub const CONFIGURATION: &str = "crd-operator";
 /// The most shards a Widget may ask for (`v1`'s schema says the same;
 /// `v1alpha1`'s said nothing).
-pub const MAX_SHARDS: u32 = 20;
+pub const MAX_SHARDS: i32 = 20;
 /// What the defaulter puts in an empty `spec.message`.
 pub const DEFAULT_MESSAGE: &str = "hello from concord";
 
@@ -54,14 +54,16 @@ impl Validator<Widget> for WidgetValidator {
 fn check_shards(widget: &Widget) -> Verdict {
     match widget.spec.shards {
         0 => Verdict::allow().with_warning("spec.shards is 0: the message is kept nowhere"),
-        n if n > MAX_SHARDS => Verdict::deny(format!(
+        n if !(0..=MAX_SHARDS).contains(&n) => Verdict::deny(format!(
             "spec.shards must be between 0 and {MAX_SHARDS}, got {n}"
         )),
         _ => Verdict::allow(),
     }
 }
 
-/// Fills an empty `spec.message` (`v1alpha1` clients may leave `text` out).
+/// Fills an empty or missing `spec.message` (`v1alpha1` clients may leave
+/// `text` out, `v1` clients `message`): the framework reads a field the
+/// object leaves out as its zero value, `""` here.
 #[derive(Debug, Default)]
 pub struct WidgetDefaulter;
 

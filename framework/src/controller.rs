@@ -96,7 +96,14 @@ where
         }
         Err(error) => {
             shared.counters.errors.fetch_add(1, Relaxed);
-            tracing::warn!(controller = %shared.name, object = %key, error = %error, "reconcile failed");
+            let cause = crate::error::chain(error);
+            if crate::error::is_conflict_requeue(error) {
+                // The `requeue` conflict policy at work: reconciled again
+                // on the fresh object, as configured.
+                tracing::debug!(controller = %shared.name, object = %key, error = %cause, "reconcile requeued: the object changed while it was written");
+            } else {
+                tracing::warn!(controller = %shared.name, object = %key, error = %cause, "reconcile failed");
+            }
         }
     }
     result
@@ -161,6 +168,7 @@ where
                 .run(reconcile::<K, R>, error_policy::<K, R>, shared)
                 .for_each(|result| {
                     if let Err(error) = result {
+                        let error = crate::error::chain(&error);
                         tracing::debug!(controller = %name, %error, "controller event");
                     }
                     futures::future::ready(())

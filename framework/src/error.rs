@@ -73,3 +73,87 @@ pub enum Error {
     #[error(transparent)]
     Webhook(#[from] crate::webhook::WebhookError),
 }
+
+/// `error` and its sources, outermost first, joined by `: ` — what a log
+/// line needs to name the cause. A source whose message the previous one
+/// already prints (`{0}`, `transparent`) is not repeated.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut last = text.clone();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let message = cause.to_string();
+        if !last.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        last = message;
+        source = cause.source();
+    }
+    text
+}
+
+/// Whether `error` is, at any depth, a write that met a conflict under the
+/// `requeue` conflict policy: the controller reconciles the object afresh,
+/// as that policy intends, so it is no failure to warn about.
+pub(crate) fn is_conflict_requeue(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(concord_strategies::Error::Conflict { .. }) =
+            e.downcast_ref::<concord_strategies::Error>()
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use concord_strategies::ObjectKey;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        #[error("writing the status of widget w failed")]
+        Status(#[source] concord_strategies::Error),
+        #[error("wrapped: {0}")]
+        Inline(#[source] std::io::Error),
+    }
+
+    fn conflict() -> concord_strategies::Error {
+        concord_strategies::Error::Conflict {
+            object: ObjectKey::new("widgets", Some("ns"), "w"),
+        }
+    }
+
+    #[test]
+    fn chain_names_every_cause_once() {
+        let error = crate::FinalizerError::Handler(Outer::Status(conflict()));
+        assert_eq!(
+            chain(&error),
+            "reconcile handler failed: writing the status of widget w failed: \
+             conflict writing widgets ns/w: it changed since it was read"
+        );
+        let inline = Outer::Inline(std::io::Error::other("disk full"));
+        assert_eq!(chain(&inline), "wrapped: disk full");
+    }
+
+    #[test]
+    fn a_conflict_under_requeue_is_recognised_at_any_depth() {
+        let nested = crate::FinalizerError::Handler(Outer::Status(conflict()));
+        assert!(is_conflict_requeue(&nested));
+        let exhausted = concord_strategies::Error::ConflictRetriesExhausted {
+            object: ObjectKey::new("widgets", Some("ns"), "w"),
+            attempts: 5,
+        };
+        assert!(
+            !is_conflict_requeue(&exhausted),
+            "retries ran out: a failure"
+        );
+        assert!(!is_conflict_requeue(&Outer::Inline(std::io::Error::other(
+            "x"
+        ))));
+    }
+}

@@ -227,6 +227,55 @@ async fn malformed_requests_get_a_clear_400_and_the_server_keeps_serving() -> Re
 }
 
 #[tokio::test]
+async fn a_review_of_another_api_version_or_kind_is_refused() -> Result<()> {
+    let served = Served::start(WebhookOptions::new()).await?;
+    let ca = served.ca.pem().to_owned();
+    let review = |api_version: &str, kind: &str| {
+        json!({
+            "apiVersion": api_version, "kind": kind,
+            "request": {
+                "uid": "u1",
+                "kind": {"group": "webhooks.test.concord.dev", "version": "v1", "kind": "Gizmo"},
+                "resource": {"group": "webhooks.test.concord.dev", "version": "v1", "resource": "gizmos"},
+                "operation": "CREATE", "userInfo": {},
+                "object": {"apiVersion": "webhooks.test.concord.dev/v1", "kind": "Gizmo",
+                           "metadata": {"name": "g"}, "spec": {"size": 1, "owner": "a"}},
+            }
+        })
+        .to_string()
+    };
+    for path in [
+        "/validate-webhooks-test-concord-dev-v1-gizmo",
+        "/mutate-webhooks-test-concord-dev-v1-gizmo",
+    ] {
+        for (api_version, kind) in [
+            ("foo.bar/v9", "Nonsense"),
+            ("admission.k8s.io/v1beta1", "AdmissionReview"),
+            ("admission.k8s.io/v1", "Nonsense"),
+        ] {
+            let body = review(api_version, kind);
+            let (status, body, _) =
+                https(served.address, &ca, "POST", path, body.as_bytes()).await?;
+            assert_eq!(status, 400, "{path} {api_version} {kind}: {body}");
+            assert!(
+                body.contains(
+                    "expected apiVersion `admission.k8s.io/v1` and kind `AdmissionReview`"
+                ),
+                "{body}"
+            );
+            assert!(!body.contains("\"allowed\""), "no review answer: {body}");
+        }
+        // The same review with the right envelope is answered.
+        let body = review("admission.k8s.io/v1", "AdmissionReview");
+        let (status, body, _) = https(served.address, &ca, "POST", path, body.as_bytes()).await?;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(body.contains("\"allowed\":true"), "{body}");
+    }
+    served.done().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_slow_validator_is_cut_off_before_the_api_server_gives_up() -> Result<()> {
     let options = WebhookOptions::new().with_timeout(Duration::from_secs(2));
     let served = Served::start(options).await?;

@@ -23,14 +23,16 @@ use concord_examples::widgets_v1alpha1;
 use concord_examples::widgets_webhooks::{self, CONFIGURATION, DEFAULT_MESSAGE};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::watcher;
 use proptest::prelude::*;
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use webhooks_support::{admin, certs, eventually, unregister};
+use webhooks_support::{admin, certs, eventually, https, unregister};
 
-fn hub(name: &str, message: String, shards: u32, status: Option<WidgetStatus>) -> Widget {
+fn hub(name: &str, message: String, shards: i32, status: Option<WidgetStatus>) -> Widget {
     let mut widget = Widget::new(name, widgets::WidgetSpec { message, shards });
     widget.status = status;
     widget
@@ -39,7 +41,7 @@ fn hub(name: &str, message: String, shards: u32, status: Option<WidgetStatus>) -
 fn status_strategy() -> impl Strategy<Value = Option<WidgetStatus>> {
     proptest::option::of(
         (
-            any::<u32>(),
+            any::<i32>(),
             proptest::option::of(any::<i64>()),
             "[A-Za-z]{0,8}",
         )
@@ -60,7 +62,7 @@ fn status_strategy() -> impl Strategy<Value = Option<WidgetStatus>> {
 proptest! {
     #[test]
     fn widget_conversion_loses_nothing(name in "[a-z]{1,12}", message in ".{0,40}",
-                                       shards in any::<u32>(), status in status_strategy()) {
+                                       shards in any::<i32>(), status in status_strategy()) {
         let widget = hub(&name, message, shards, status);
         check_hub_round_trip::<_, widgets_v1alpha1::Widget>(&widget)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -96,7 +98,7 @@ fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> kube::core::Status 
     }
 }
 
-fn old_widget(name: &str, text: &str, replicas: u32) -> widgets_v1alpha1::Widget {
+fn old_widget(name: &str, text: &str, replicas: i32) -> widgets_v1alpha1::Widget {
     widgets_v1alpha1::Widget::new(
         name,
         widgets_v1alpha1::WidgetSpec {
@@ -243,6 +245,9 @@ async fn the_example_operator_serves_its_webhooks() -> Result<()> {
     );
     assert_eq!(new.get("legacy").await?.spec.message, "from the past");
 
+    as_a_user(&ns, &env.client()?).await?;
+    reviews_of_another_type_are_refused(webhook_at, ca.pem()).await?;
+
     // The webhook series on the manager's own /metrics.
     let text = scrape(metrics_at).await?;
     let denied = value(
@@ -271,3 +276,207 @@ async fn the_example_operator_serves_its_webhooks() -> Result<()> {
     Ok(())
 }
 // ANCHOR_END: e2e
+
+/// A Widget written as raw JSON in `version`, as `kubectl apply` sends it.
+async fn create_raw(
+    client: &kube::Client,
+    ns: &str,
+    version: &str,
+    name: &str,
+    spec: serde_json::Value,
+) -> kube::Result<DynamicObject> {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "demo.concord.dev",
+        version,
+        "Widget",
+    ));
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("demo.concord.dev/{version}"),
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": spec,
+    }))
+    .expect("a Widget as JSON");
+    api.create(&PostParams::default(), &object).await
+}
+
+// ANCHOR: as_a_user
+/// What a user meets through the API server: defaults for fields left
+/// out, bad values refused with a 4xx naming the field in either version.
+async fn as_a_user(ns: &concord_testenv::TestNamespace, client: &kube::Client) -> Result<()> {
+    let new: Api<Widget> = Api::namespaced(ns.client(), ns.name());
+
+    // `message` left out in v1: the defaulter fills it, `shards` keeps
+    // what the user said.
+    create_raw(client, ns.name(), "v1", "bare", json!({"shards": 2})).await?;
+    let bare = new.get("bare").await?;
+    assert_eq!(bare.spec.message, DEFAULT_MESSAGE);
+    assert_eq!(bare.spec.shards, 2);
+    // Nothing at all in the spec: the schema's default for `shards`, the
+    // defaulter's for `message`.
+    create_raw(client, ns.name(), "v1", "empty", json!({})).await?;
+    let empty = new.get("empty").await?;
+    assert_eq!(
+        (empty.spec.message.as_str(), empty.spec.shards),
+        (DEFAULT_MESSAGE, 1)
+    );
+    // And `text` left out in v1alpha1.
+    create_raw(
+        client,
+        ns.name(),
+        "v1alpha1",
+        "bare-old",
+        json!({"replicas": 1}),
+    )
+    .await?;
+    assert_eq!(new.get("bare-old").await?.spec.message, DEFAULT_MESSAGE);
+
+    // Bad values, in both versions: a 4xx naming the field, never a 5xx,
+    // and nothing stored.
+    let cases = [
+        (
+            "v1",
+            "minus",
+            json!({"message": "m", "shards": -1}),
+            "spec.shards",
+        ),
+        (
+            "v1",
+            "many",
+            json!({"message": "m", "shards": 50}),
+            "spec.shards",
+        ),
+        (
+            "v1",
+            "words",
+            json!({"message": "m", "shards": "two"}),
+            "spec.shards",
+        ),
+        (
+            "v1alpha1",
+            "minus-old",
+            json!({"text": "m", "replicas": -1}),
+            "spec.replicas",
+        ),
+        (
+            "v1alpha1",
+            "many-old",
+            json!({"text": "m", "replicas": 50}),
+            "spec.shards",
+        ),
+    ];
+    for (version, name, spec, field) in cases {
+        let status = api_error(create_raw(client, ns.name(), version, name, spec.clone()).await);
+        assert!(
+            (400..500).contains(&status.code),
+            "{version} {spec}: expected a 4xx, got {status:?}"
+        );
+        assert!(
+            status.message.contains(field),
+            "{version} {spec}: {status:?}"
+        );
+        assert!(new.get_opt(name).await?.is_none(), "{name} not stored");
+    }
+    Ok(())
+}
+// ANCHOR_END: as_a_user
+
+/// Reviews of another apiVersion or kind get a 400 naming what the
+/// endpoint takes, on each webhook of the example.
+async fn reviews_of_another_type_are_refused(webhook_at: SocketAddr, ca: &str) -> Result<()> {
+    let conversion = json!({
+        "apiVersion": "nope/v0", "kind": "ConversionReview",
+        "request": {"uid": "u1", "desiredAPIVersion": "demo.concord.dev/v1", "objects": []}
+    });
+    let (status, body, _) = https(
+        webhook_at,
+        ca,
+        "POST",
+        "/convert-demo-concord-dev-widget",
+        conversion.to_string().as_bytes(),
+    )
+    .await?;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("expected apiVersion `apiextensions.k8s.io/v1` and kind `ConversionReview`"),
+        "{body}"
+    );
+    let admission = json!({"apiVersion": "foo.bar/v9", "kind": "Nonsense", "request": {
+        "uid": "u2", "kind": {"group": "demo.concord.dev", "version": "v1", "kind": "Widget"},
+        "resource": {"group": "demo.concord.dev", "version": "v1", "resource": "widgets"},
+        "operation": "CREATE", "userInfo": {},
+        "object": {"apiVersion": "demo.concord.dev/v1", "kind": "Widget",
+                   "metadata": {"name": "w"}, "spec": {"shards": 1}}}});
+    for path in [
+        "/validate-demo-concord-dev-v1-widget",
+        "/mutate-demo-concord-dev-v1-widget",
+    ] {
+        let (status, body, _) = https(
+            webhook_at,
+            ca,
+            "POST",
+            path,
+            admission.to_string().as_bytes(),
+        )
+        .await?;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(!body.contains("patch"), "{path}: not patched: {body}");
+    }
+    Ok(())
+}
+
+/// Whether creating `crd` (dry run, under a group of its own so that it
+/// never meets the installed one) draws a `Warning` header.
+async fn crd_warnings(
+    client: &kube::Client,
+    mut crd: CustomResourceDefinition,
+    group: &str,
+) -> Result<Vec<String>> {
+    crd.spec.group = group.to_owned();
+    crd.metadata.name = Some(format!("{}.{group}", crd.spec.names.plural));
+    crd.spec.conversion = None;
+    let body = serde_json::to_vec(&crd)?;
+    let request =
+        http::Request::post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All")
+            .header("content-type", "application/json")
+            .body(body)?;
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    assert!(response.status().is_success(), "{:?}", response.status());
+    Ok(response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect())
+}
+
+#[tokio::test]
+async fn the_generated_crd_is_created_without_warnings() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let client = env.client()?;
+    let target = WebhookClient::url("https://127.0.0.1:1").with_ca_bundle(b"unused".to_vec());
+    let crd = widgets_webhooks::crd(&target)?;
+    let warnings = crd_warnings(&client, crd.clone(), "nowarn.concord.dev").await?;
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // The same check sees the warning an unsigned format draws.
+    let mut unsigned = crd;
+    let schema = unsigned.spec.versions[0]
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+        .and_then(|s| s.properties.as_mut())
+        .and_then(|p| p.get_mut("spec"))
+        .and_then(|s| s.properties.as_mut())
+        .and_then(|p| p.get_mut("shards"))
+        .unwrap();
+    schema.format = Some("uint32".into());
+    let warnings = crd_warnings(&client, unsigned, "warn.concord.dev").await?;
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("unrecognized format") && w.contains("uint32")),
+        "{warnings:?}"
+    );
+    Ok(())
+}

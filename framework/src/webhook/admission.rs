@@ -1,4 +1,5 @@
-//! Turning an AdmissionReview into a call of the author's trait and back.
+//! Turning an AdmissionReview into a call of the author's validator and
+//! back; the envelope and replies the defaulter shares.
 
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -9,10 +10,9 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use serde_json::Value;
 
-use super::handler::{Answer, Handler, Outcome};
-use super::{Defaulter, Validator, Verdict};
+use super::handler::{Answer, Handler, Outcome, expect_review};
+use super::{Validator, Verdict};
 use crate::Object;
 
 /// Serves a [`Validator`] for `K`.
@@ -22,25 +22,14 @@ pub(crate) struct ValidatingHandler<K, V> {
     pub(crate) _kind: PhantomData<fn() -> K>,
 }
 
-/// Serves a [`Defaulter`] for `K`.
-pub(crate) struct MutatingHandler<K, D> {
-    pub(crate) defaulter: Arc<D>,
-    pub(crate) _kind: PhantomData<fn() -> K>,
-}
-
-/// A request that parsed as an AdmissionReview, its object decoded as `K`.
-struct Decoded<K> {
-    request: AdmissionRequest<DynamicObject>,
-    object: Option<(Value, K)>,
-    old: Option<K>,
-}
-
-/// Parses the envelope; `Err` is the answer to send instead (400 for a body
-/// that is no AdmissionReview, a denial naming the problem for a review of
-/// the wrong kind or an object that does not decode as `K`).
-fn decode<K: Object>(body: &[u8]) -> Result<Decoded<K>, Answer> {
+/// Parses the envelope and checks the request is for `K`; `Err` is the
+/// answer to send instead (400 for a body that is no `admission.k8s.io/v1`
+/// AdmissionReview, a denial naming the problem for a review of another
+/// resource kind).
+pub(crate) fn envelope<K: Object>(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, Answer> {
     let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body)
         .map_err(|e| Answer::bad_request(format!("malformed AdmissionReview: {e}")))?;
+    expect_review(&review.types, "admission.k8s.io/v1", "AdmissionReview")?;
     let request: AdmissionRequest<DynamicObject> = review
         .try_into()
         .map_err(|_| Answer::bad_request("AdmissionReview without a request".to_owned()))?;
@@ -54,16 +43,29 @@ fn decode<K: Object>(body: &[u8]) -> Result<Decoded<K>, Answer> {
         );
         return Err(reply(&request, Outcome::Invalid, |r| invalid(r, message)));
     }
-    let as_k = |what: &str, object: &DynamicObject| -> Result<(Value, K), Answer> {
-        let value = serde_json::to_value(object).map_err(|e| {
-            let message = format!("cannot read the {what} object: {e}");
-            reply(&request, Outcome::Invalid, |r| invalid(r, message))
-        })?;
-        let typed = serde_json::from_value::<K>(value.clone()).map_err(|e| {
-            let message = format!("the {what} object is not a valid {kind}: {e}");
-            reply(&request, Outcome::Invalid, |r| invalid(r, message))
-        })?;
-        Ok((value, typed))
+    Ok(request)
+}
+
+/// A request that parsed as an AdmissionReview, its objects decoded as `K`.
+struct Decoded<K> {
+    request: AdmissionRequest<DynamicObject>,
+    object: Option<K>,
+    old: Option<K>,
+}
+
+/// [`envelope`], then the objects as `K`: a denial naming the problem for
+/// an object that does not decode.
+fn decode<K: Object>(body: &[u8]) -> Result<Decoded<K>, Answer> {
+    let request = envelope::<K>(body)?;
+    let kind = K::kind(&());
+    let as_k = |what: &str, object: &DynamicObject| -> Result<K, Answer> {
+        let typed = serde_json::to_value(object)
+            .and_then(serde_json::from_value::<K>)
+            .map_err(|e| {
+                let message = format!("the {what} object is not a valid {kind}: {e}");
+                reply(&request, Outcome::Invalid, |r| invalid(r, message))
+            })?;
+        Ok(typed)
     };
     let object = request
         .object
@@ -73,7 +75,7 @@ fn decode<K: Object>(body: &[u8]) -> Result<Decoded<K>, Answer> {
     let old = request
         .old_object
         .as_ref()
-        .map(|o| as_k("old", o).map(|(_, k)| k))
+        .map(|o| as_k("old", o))
         .transpose()?;
     Ok(Decoded {
         request,
@@ -90,7 +92,7 @@ fn gvk(group: &str, version: &str, kind: &str) -> String {
     }
 }
 
-fn invalid(mut response: AdmissionResponse, message: String) -> AdmissionResponse {
+pub(crate) fn invalid(mut response: AdmissionResponse, message: String) -> AdmissionResponse {
     response = response.deny(message);
     response.result.code = 400;
     response.result.reason = "BadRequest".into();
@@ -99,7 +101,7 @@ fn invalid(mut response: AdmissionResponse, message: String) -> AdmissionRespons
 
 /// Serialises the response to `request` that `build` makes from the default
 /// (allowed) one.
-fn reply(
+pub(crate) fn reply(
     request: &AdmissionRequest<DynamicObject>,
     outcome: Outcome,
     build: impl FnOnce(AdmissionResponse) -> AdmissionResponse,
@@ -124,7 +126,7 @@ impl<K: Object, V: Validator<K>> Handler for ValidatingHandler<K, V> {
             Err(answer) => return answer,
         };
         let request = &decoded.request;
-        let new = decoded.object.as_ref().map(|(_, k)| k);
+        let new = decoded.object.as_ref();
         let old = decoded.old.as_ref();
         let verdict = match request.operation {
             Operation::Create => match new {
@@ -188,74 +190,4 @@ fn answer_verdict(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -
             None => r,
         }
     })
-}
-
-#[async_trait]
-impl<K: Object, D: Defaulter<K>> Handler for MutatingHandler<K, D> {
-    async fn handle(&self, body: &[u8]) -> Answer {
-        let decoded = match decode::<K>(body) {
-            Ok(decoded) => decoded,
-            Err(answer) => return answer,
-        };
-        let request = &decoded.request;
-        let Some((raw, typed)) = decoded.object else {
-            // DELETE and CONNECT carry nothing to default.
-            return reply(request, Outcome::Allowed, |r| r);
-        };
-        let defaulter = &self.defaulter;
-        let patch = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            defaulting_patch(raw, typed, |k| defaulter.default(k))
-        }));
-        match patch {
-            Ok(Ok(patch)) if patch.0.is_empty() => reply(request, Outcome::Allowed, |r| r),
-            Ok(Ok(patch)) => {
-                let response = AdmissionResponse::from(request).with_patch(patch);
-                match response {
-                    Ok(response) => reply(request, Outcome::Patched, |_| response),
-                    Err(e) => Answer::internal(format!("cannot encode the patch: {e}")),
-                }
-            }
-            Ok(Err(message)) => reply(request, Outcome::Error, |r| {
-                let mut r = r.deny(message);
-                r.result.code = 500;
-                r.result.reason = "InternalError".into();
-                r
-            }),
-            Err(_panic) => reply(request, Outcome::Error, |r| {
-                let mut r = r.deny("the defaulter panicked; see the operator's log");
-                r.result.code = 500;
-                r.result.reason = "InternalError".into();
-                r
-            }),
-        }
-    }
-}
-
-/// The JSON patch from the object the API server sent (`raw`) to the object
-/// with defaults.
-///
-/// The patch is computed between the typed object before and after
-/// defaulting, so only what the defaulter changed is sent: fields of `raw`
-/// that `K` does not model are never removed. When that patch does not
-/// apply to `raw` (a defaulted field inside an object `raw` leaves out,
-/// say), the patch from `raw` to the defaulted object is sent instead.
-pub(crate) fn defaulting_patch<K: Object>(
-    raw: Value,
-    mut typed: K,
-    default: impl FnOnce(&mut K),
-) -> Result<json_patch::Patch, String> {
-    let encode =
-        |k: &K| serde_json::to_value(k).map_err(|e| format!("cannot encode the object: {e}"));
-    let before = encode(&typed)?;
-    default(&mut typed);
-    let after = encode(&typed)?;
-    let changes = json_patch::diff(&before, &after);
-    if changes.0.is_empty() {
-        return Ok(changes);
-    }
-    let mut patched = raw.clone();
-    if json_patch::patch(&mut patched, &changes).is_err() {
-        patched = after;
-    }
-    Ok(json_patch::diff(&raw, &patched))
 }

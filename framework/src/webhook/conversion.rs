@@ -8,7 +8,7 @@ use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use serde_json::Value;
 
-use super::handler::{Answer, Handler, Outcome};
+use super::handler::{Answer, Handler, Outcome, expect_review};
 use crate::Object;
 
 /// A version of a custom resource that converts to and from the hub `H`,
@@ -22,6 +22,16 @@ use crate::Object;
 ///
 /// The framework keeps the object's `metadata` as the API server sent it,
 /// except labels and annotations, which the conversion may change.
+///
+/// # Caveats
+///
+/// The API server converts a request *before* it checks the schema, and
+/// reports any failed conversion as a 500 whatever the webhook answered
+/// (the webhook answers 400 naming the value). So every version's type must
+/// hold every value its schema's *types* allow: signed integers
+/// (`i32`/`i64`) with their bounds in the schema (`#[schemars(range(min =
+/// 0))]`), not `u32`, whose conversion fails on `-1` before the schema's
+/// 422 could name the field.
 pub trait Spoke<H>: Object {
     /// This version as the hub.
     fn into_hub(self) -> H;
@@ -191,6 +201,11 @@ impl<H: Object> Handler for ConversionHandler<H> {
             Ok(review) => review,
             Err(e) => return Answer::bad_request(format!("malformed ConversionReview: {e}")),
         };
+        if let Err(answer) =
+            expect_review(&review.types, "apiextensions.k8s.io/v1", "ConversionReview")
+        {
+            return answer;
+        }
         let Ok(mut request) = ConversionRequest::from_review(review) else {
             return Answer::bad_request("ConversionReview without a request".to_owned());
         };

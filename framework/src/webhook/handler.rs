@@ -88,6 +88,31 @@ impl Answer {
     }
 }
 
+/// Refuses a review that is not `kind` of `api_version`: a 400 naming what
+/// this endpoint takes and what came instead. The body's shape alone
+/// proves nothing: fields of a review of another version may parse.
+pub(crate) fn expect_review(
+    types: &kube::core::TypeMeta,
+    api_version: &str,
+    kind: &str,
+) -> Result<(), Answer> {
+    if types.api_version == api_version && types.kind == kind {
+        return Ok(());
+    }
+    let got = |s: &str| {
+        if s.is_empty() {
+            "nothing".to_owned()
+        } else {
+            format!("`{s}`")
+        }
+    };
+    Err(Answer::bad_request(format!(
+        "expected apiVersion `{api_version}` and kind `{kind}`, got apiVersion {} and kind {}",
+        got(&types.api_version),
+        got(&types.kind)
+    )))
+}
+
 /// One webhook endpoint: a body in, an answer out. Never panics on input.
 #[async_trait]
 pub(crate) trait Handler: Send + Sync + 'static {

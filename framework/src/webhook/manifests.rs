@@ -217,7 +217,8 @@ impl Webhooks {
 
     /// Sets the `conversion` stanza of `crd` to call the registered
     /// conversion for its group and kind, and the cert-manager annotation
-    /// if `client` has one.
+    /// if `client` has one; rewrites its schemas with
+    /// [`kubernetes_formats`](super::kubernetes_formats).
     ///
     /// # Errors
     ///
@@ -225,7 +226,7 @@ impl Webhooks {
     /// the CRD's group and kind.
     pub fn with_crd_conversion(
         &self,
-        mut crd: ext::CustomResourceDefinition,
+        crd: ext::CustomResourceDefinition,
         client: &WebhookClient,
     ) -> Result<ext::CustomResourceDefinition, WebhookError> {
         let (group, kind) = (&crd.spec.group, &crd.spec.names.kind);
@@ -242,6 +243,7 @@ impl Webhooks {
                     "no conversion registered for {kind}.{group}"
                 )])
             })?;
+        let mut crd = super::kubernetes_formats(crd);
         crd.spec.conversion = Some(ext::CustomResourceConversion {
             strategy: "Webhook".into(),
             webhook: Some(ext::WebhookConversion {

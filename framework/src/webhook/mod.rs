@@ -10,6 +10,7 @@
 //! | [`Webhooks`] | what an operator serves, at paths derived from group, version and kind |
 //! | [`WebhookServer`] | the HTTPS server (rustls), certificates reloaded from `tls.crt`/`tls.key` |
 //! | [`WebhookClient`] | generates the `ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration` and CRD `conversion` stanza |
+//! | [`kubernetes_formats`] | CRD schemas the API server enforces without warnings (`format: uint32` → `minimum: 0`) |
 //! | [`WebhookMetrics`] | requests by outcome and latency, per webhook |
 //!
 //! [`ManagerBuilder::with_webhooks`](crate::ManagerBuilder::with_webhooks)
@@ -18,17 +19,21 @@
 
 mod admission;
 mod conversion;
+mod defaulting;
 mod error;
+mod fill;
 mod handler;
 mod manifests;
 mod metrics;
 mod options;
 mod registry;
 mod round_trip;
+mod schema;
 mod server;
 mod tls;
 mod traits;
 mod verdict;
+mod zero;
 
 #[doc(inline)]
 pub use conversion::{Conversion, Spoke};
@@ -44,6 +49,8 @@ pub use options::{FailurePolicy, WebhookOptions};
 pub use registry::{WebhookKind, Webhooks};
 #[doc(inline)]
 pub use round_trip::{RoundTripError, check_hub_round_trip, check_spoke_round_trip};
+#[doc(inline)]
+pub use schema::kubernetes_formats;
 #[doc(inline)]
 pub use server::WebhookServer;
 #[doc(inline)]

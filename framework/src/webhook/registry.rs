@@ -3,8 +3,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::admission::{MutatingHandler, ValidatingHandler};
+use super::admission::ValidatingHandler;
 use super::conversion::ConversionHandler;
+use super::defaulting::MutatingHandler;
 use super::handler::Handler;
 use super::{Conversion, Defaulter, Validator, WebhookOptions};
 use crate::Object;

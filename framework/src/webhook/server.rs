@@ -14,9 +14,9 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 
 use super::handler::{Answer, Handler, Outcome};
@@ -29,6 +29,20 @@ const MAX_BODY: usize = 64 << 20;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long open connections get to finish their request at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
+/// Default for [`WebhookServer::with_header_read_timeout`].
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`WebhookServer::with_body_read_timeout`].
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default for [`WebhookServer::with_max_connections`].
+const MAX_CONNECTIONS: usize = 256;
+
+/// What bounds a client's use of the server.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    header_read: Duration,
+    body_read: Duration,
+    connections: usize,
+}
 
 struct Route {
     name: String,
@@ -53,6 +67,13 @@ struct Route {
 /// - A validator that runs past 90% of the webhook's `timeoutSeconds` is
 ///   abandoned and the request denied with a message saying so, before the
 ///   API server gives up and applies the failure policy.
+/// - No client holds the server: the TLS handshake must finish within
+///   10 s, the request headers within the header read timeout (10 s) and
+///   the body within the body read timeout (30 s), or the connection is
+///   closed (a late body gets a 408 first). At most
+///   [`with_max_connections`](Self::with_max_connections) connections
+///   (256) are open at once; further clients wait in the listen backlog
+///   until one closes.
 pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
@@ -60,6 +81,7 @@ pub struct WebhookServer {
     routes: Arc<HashMap<String, Route>>,
     metrics: Arc<WebhookMetrics>,
     reload_every: Duration,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for WebhookServer {
@@ -113,6 +135,11 @@ impl WebhookServer {
             routes: Arc::new(routes),
             metrics: Arc::new(WebhookMetrics::default()),
             reload_every: Duration::from_secs(1),
+            limits: Limits {
+                header_read: HEADER_READ_TIMEOUT,
+                body_read: BODY_READ_TIMEOUT,
+                connections: MAX_CONNECTIONS,
+            },
         })
     }
 
@@ -120,6 +147,32 @@ impl WebhookServer {
     #[must_use]
     pub fn with_reload_interval(mut self, every: Duration) -> Self {
         self.reload_every = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a client may take to send a request's headers, from the
+    /// moment the connection is ready for one (default 10 s, at least
+    /// 10 ms); a connection that takes longer is closed.
+    #[must_use]
+    pub fn with_header_read_timeout(mut self, limit: Duration) -> Self {
+        self.limits.header_read = limit.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a client may take to send a request's body once its
+    /// headers are in (default 30 s, at least 10 ms); a late body is
+    /// answered with a 408 and the connection closed.
+    #[must_use]
+    pub fn with_body_read_timeout(mut self, limit: Duration) -> Self {
+        self.limits.body_read = limit.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many connections may be open at once (default 256, at least 1);
+    /// the server accepts no more until one closes.
+    #[must_use]
+    pub fn with_max_connections(mut self, limit: usize) -> Self {
+        self.limits.connections = limit.max(1);
         self
     }
 
@@ -153,7 +206,18 @@ impl WebhookServer {
             }
         });
         tokio::pin!(stop);
+        let slots = Arc::new(Semaphore::new(self.limits.connections));
         loop {
+            // A slot first, then a connection: when every slot is taken,
+            // new clients wait in the kernel's backlog rather than in
+            // memory here.
+            let slot = tokio::select! {
+                () = &mut stop => break,
+                slot = slots.clone().acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_closed) => break,
+                },
+            };
             tokio::select! {
                 () = &mut stop => break,
                 accepted = self.listener.accept() => {
@@ -162,13 +226,18 @@ impl WebhookServer {
                         continue;
                     };
                     let _ = tcp.set_nodelay(true);
-                    tokio::spawn(connection(
+                    let served = connection(
                         tcp,
                         self.acceptor.clone(),
                         self.routes.clone(),
                         self.metrics.clone(),
                         stopped.clone(),
-                    ));
+                        self.limits,
+                    );
+                    tokio::spawn(async move {
+                        served.await;
+                        drop(slot);
+                    });
                 }
             }
         }
@@ -189,6 +258,7 @@ async fn connection(
     routes: Arc<HashMap<String, Route>>,
     metrics: Arc<WebhookMetrics>,
     mut stop: watch::Receiver<bool>,
+    limits: Limits,
 ) {
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(tls)) => tls,
@@ -201,9 +271,11 @@ async fn connection(
     let service = service_fn(move |request| {
         let routes = routes.clone();
         let metrics = metrics.clone();
-        async move { Ok::<_, Infallible>(answer(request, &routes, &metrics).await) }
+        async move { Ok::<_, Infallible>(answer(request, &routes, &metrics, limits.body_read).await) }
     });
     let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read)
         .keep_alive(true)
         .serve_connection(TokioIo::new(tls), service);
     tokio::pin!(conn);
@@ -224,16 +296,34 @@ async fn answer(
     request: Request<Incoming>,
     routes: &HashMap<String, Route>,
     metrics: &WebhookMetrics,
+    body_read: Duration,
 ) -> Response<Full<Bytes>> {
     let path = request.uri().path().to_owned();
     match (request.method(), path.as_str(), routes.get(&path)) {
         (&Method::POST, _, Some(route)) => {
-            let body = match Limited::new(request.into_body(), MAX_BODY).collect().await {
-                Ok(body) => body.to_bytes(),
-                Err(e) => {
+            let read = Limited::new(request.into_body(), MAX_BODY).collect();
+            let body = match tokio::time::timeout(body_read, read).await {
+                Ok(Ok(body)) => body.to_bytes(),
+                Ok(Err(e)) => {
                     let answer = Answer::bad_request(format!("cannot read the request body: {e}"));
                     metrics.record(&route.name, Outcome::Invalid, Duration::ZERO);
                     return respond(answer.status, "application/json", answer.body);
+                }
+                Err(_elapsed) => {
+                    let message = format!(
+                        "the request body did not arrive within {} ms",
+                        body_read.as_millis()
+                    );
+                    let answer = Answer::status(408, "Timeout", message, Outcome::Invalid);
+                    metrics.record(&route.name, Outcome::Invalid, Duration::ZERO);
+                    let mut response = respond(answer.status, "application/json", answer.body);
+                    // The rest of the body may never come: do not wait
+                    // for it to reuse the connection.
+                    response.headers_mut().insert(
+                        hyper::header::CONNECTION,
+                        hyper::header::HeaderValue::from_static("close"),
+                    );
+                    return response;
                 }
             };
             let started = Instant::now();

@@ -19,8 +19,17 @@ use serde::{Deserialize, Serialize};
 )]
 pub struct {{kind}}Spec {
     /// An example field: replace it with what your {{kind}} needs.
+    ///
+    /// Integers are signed, as the Kubernetes API conventions ask, with
+    /// their bounds in the schema: webhooks that run before the API
+    /// server checks the schema (conversion, defaulting) can then read any
+    /// integer a client sends, and the schema refuses a bad one with a 422
+    /// naming the field. A field a defaulter fills may be required: the
+    /// defaulter reads it as `""`/`0`/`false` when the object leaves it
+    /// out.
     #[serde(default)]
-    pub size: u32,
+    #[schemars(range(min = 0))]
+    pub size: i32,
 }
 
 /// What the operator last observed and did, on the status subresource.

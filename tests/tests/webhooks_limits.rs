@@ -1,0 +1,175 @@
+//! The webhook port as a public-facing TLS server: clients that stall in
+//! their headers or body are cut off within the configured time, the
+//! number of open connections is bounded, and the API server's calls are
+//! answered meanwhile.
+//!
+//! ```text
+//! cargo test -p concord-tests --test webhooks_limits
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod webhooks_support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use concord::webhook::{WebhookOptions, WebhookServer};
+use concord_testenv::TestEnv;
+use kube::CustomResourceExt;
+use kube::api::{Api, PostParams};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use webhooks_support::gizmo::{Gizmo, gizmo, webhooks};
+use webhooks_support::{admin, certs, eventually, https, register, unregister};
+
+const LIMIT: Duration = Duration::from_secs(1);
+
+/// A TLS connection to `address`, handshake done, nothing sent.
+async fn connect(address: SocketAddr, ca: &str) -> Result<TlsStream<TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = TcpStream::connect(address).await?;
+    Ok(connector
+        .connect(ServerName::try_from("127.0.0.1")?, tcp)
+        .await?)
+}
+
+/// Reads until the server closes the connection (bounded by 20 s): what
+/// it sent, and how long it took.
+async fn until_closed(tls: &mut TlsStream<TcpStream>) -> (String, Duration) {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut seen)).await;
+    (String::from_utf8_lossy(&seen).into_owned(), start.elapsed())
+}
+
+#[tokio::test]
+async fn stalled_clients_are_cut_off_while_the_api_server_is_served() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    env.install_crd(Gizmo::crd()).await?;
+    let (ca, dir) = certs()?;
+    let hooks = webhooks(ns.name(), WebhookOptions::new());
+    let server = WebhookServer::bind("127.0.0.1:0".parse()?, dir.path(), hooks.clone())
+        .await?
+        .with_header_read_timeout(LIMIT)
+        .with_body_read_timeout(LIMIT)
+        .with_max_connections(8);
+    let address = server.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let name = format!("limits-{}", ns.name());
+    register(&admin()?, &hooks, &name, address, &ca).await?;
+    let pem = ca.pem().to_owned();
+
+    // One client stops halfway through its headers, one halfway through
+    // its body.
+    let mut in_headers = connect(address, &pem).await?;
+    in_headers
+        .write_all(b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0")
+        .await?;
+    let mut in_body = connect(address, &pem).await?;
+    in_body
+        .write_all(
+            b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+              content-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVersion\":",
+        )
+        .await?;
+    let stalled_headers = tokio::spawn(async move { until_closed(&mut in_headers).await });
+    let stalled_body = tokio::spawn(async move { until_closed(&mut in_body).await });
+
+    // Meanwhile the API server's calls are answered: a Gizmo out of
+    // bounds is denied by the validator, a good one defaulted.
+    let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
+    eventually(Duration::from_secs(30), "the validator to deny", || async {
+        matches!(api.create(&PostParams::default(), &gizmo("big", 500)).await,
+                 Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
+    })
+    .await?;
+    let created = api
+        .create(&PostParams::default(), &gizmo("fine", 5))
+        .await?;
+    assert_eq!(created.spec.color.as_deref(), Some("blue"));
+
+    let (seen, took) = stalled_headers.await?;
+    assert!(
+        took < LIMIT * 4,
+        "a client stalled in its headers was closed after {took:?}"
+    );
+    assert!(!seen.contains("200 OK"), "{seen}");
+    let (seen, took) = stalled_body.await?;
+    assert!(
+        took < LIMIT * 4,
+        "a client stalled in its body was closed after {took:?}"
+    );
+    assert!(seen.starts_with("HTTP/1.1 408"), "{seen}");
+    assert!(seen.contains("did not arrive within 1000 ms"), "{seen}");
+
+    unregister(&admin()?, &name).await;
+    let _ = stop.send(());
+    serving.await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn open_connections_are_bounded() -> Result<()> {
+    let (ca, dir) = certs()?;
+    let server = WebhookServer::bind(
+        "127.0.0.1:0".parse()?,
+        dir.path(),
+        webhooks("unused", WebhookOptions::new()),
+    )
+    .await?
+    .with_header_read_timeout(LIMIT)
+    .with_max_connections(2);
+    let address = server.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async {
+        let _ = stopped.await;
+    }));
+    let pem = ca.pem().to_owned();
+
+    // Two idle clients take both slots...
+    let first = connect(address, &pem).await?;
+    let second = connect(address, &pem).await?;
+    // ...so a third is only served once the header timeout frees one.
+    let start = Instant::now();
+    let (status, body, _) = tokio::time::timeout(
+        Duration::from_secs(20),
+        https(address, &pem, "GET", "/healthz", b""),
+    )
+    .await??;
+    let took = start.elapsed();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        took >= LIMIT / 2,
+        "served after {took:?}: the two open connections did not hold the slots"
+    );
+    assert!(took < LIMIT * 10, "served after {took:?}");
+    drop((first, second));
+
+    // With slots free, a request is answered at once.
+    let start = Instant::now();
+    let (status, _, _) = https(address, &pem, "GET", "/healthz", b"").await?;
+    assert_eq!(status, 200);
+    assert!(start.elapsed() < LIMIT / 2, "{:?}", start.elapsed());
+
+    let _ = stop.send(());
+    serving.await?;
+    Ok(())
+}
