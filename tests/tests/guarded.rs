@@ -162,10 +162,15 @@ async fn labels_conflict_only_on_the_same_key() -> anyhow::Result<()> {
         let observed = raw
             .patch(name, &PatchParams::default(), &Patch::Merge(start))
             .await?;
+        // ANCHOR: same_key
+        // Another writer sets a label (`key`) between our read and our write.
         let foreign = Patch::Merge(json!({"metadata": {"labels": {key: "set-by-them"}}}));
         let written = writer(env, &resource, meanwhile(&raw, name, foreign))?
             .write(&observed, &Intent::set_label("shared", "ours").into())
             .await?;
+        // Another key: no conflict. The same key: one, and our label is
+        // set again on their copy.
+        // ANCHOR_END: same_key
         let stored = raw.get(name).await?;
         assert_eq!(
             written.outcome.conflicts, conflicts,
@@ -318,7 +323,9 @@ async fn a_dependency_is_tested_like_a_written_field() -> anyhow::Result<()> {
     } = Gadgets::new().await?;
     let observed = create(&raw, &resource, "depends").await?;
     let foreign = Patch::Merge(json!({"spec": {"color": "green"}}));
+    // ANCHOR: depends
     let mark = Mutation::from(Intent::set_label("painted", "red")).depending_on("/spec/color");
+    // ANCHOR_END: depends
     let written = writer(env, &resource, meanwhile(&raw, "depends", foreign))?
         .write(&observed, &mark)
         .await?;
