@@ -10,7 +10,7 @@ use crate::write_loop::OnConflict;
 ///
 /// On `409 Conflict` it re-reads the object, re-applies the mutation and
 /// tries again within the [`ConflictPolicy`] (or, with
-/// [`ConflictPolicy::Requeue`], returns [`Error::Conflict`] at once).
+/// [`ConflictPolicy::Requeue`], returns [`Error::Conflict`](crate::Error::Conflict) at once).
 ///
 /// # Guarantees
 ///

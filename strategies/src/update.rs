@@ -15,9 +15,9 @@ use crate::write_loop::OnConflict;
 /// caused.
 ///
 /// The `PUT` is built from the complete stored JSON, never from a typed
-/// copy that may lack fields: given a typed [`Observed`] it reads the object
+/// copy that may lack fields: given a typed [`Observed`](crate::Observed) it reads the object
 /// first (under [`ConflictPolicy::Requeue`], a read that finds the object
-/// changed since the observation is a [`Error::Conflict`]). `resourceVersion` and `uid` are set after the mutation, so no
+/// changed since the observation is a [`Error::Conflict`](crate::Error::Conflict)). `resourceVersion` and `uid` are set after the mutation, so no
 /// mutation can turn the `PUT` into an unconditional one.
 ///
 /// # Caveats
