@@ -222,7 +222,8 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     for i in 0..3 {
         replicas.push(replica_in(ShardingMode::Label, env.client()?, ns.name(), i, &log).await?);
     }
-    let label = "shard.concord.dev/sharding-test";
+    // The ring is named after --leader-election-id (its default here).
+    let label = "shard.concord.dev/concord-operator";
     // Each replica's cache holds exactly the objects it owns, and every
     // object carries its owner's member id.
     let cached_own_shard = |replicas: &[Replica]| {
@@ -240,6 +241,11 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     ensure!(
         eventually(Duration::from_secs(60), || cached_own_shard(&replicas)).await,
         "three label-mode replicas did not each cache their own shard"
+    );
+    ensure!(
+        replicas[0].shard.label_key().as_deref() == Some(label),
+        "the shard label is {:?}",
+        replicas[0].shard.label_key()
     );
     for replica in &replicas {
         let cached = replica.shard.keys_cached();
