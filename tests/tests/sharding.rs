@@ -212,6 +212,9 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
 // ANCHOR: label_mode
 #[tokio::test]
 async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
