@@ -47,10 +47,10 @@ pub(crate) struct Recorder {
 
 /// Records the span when the reconcile ends, including when it is aborted.
 pub(crate) struct Open {
-    replica: usize,
-    key: String,
-    start: Instant,
-    log: Log,
+    pub(crate) replica: usize,
+    pub(crate) key: String,
+    pub(crate) start: Instant,
+    pub(crate) log: Log,
 }
 
 impl Drop for Open {
