@@ -7,6 +7,8 @@
 //! with at most one request per object in flight: a second change of the
 //! same object waits for the first request's answer and is then decided
 //! again from the newest cached copy, so labels cannot land out of order.
+//! Decisions are made from the sharder's store only, never from copies
+//! held beside it, and only once a (re)list is complete.
 //! A label only decides which cache holds an object; the gate alone
 //! decides who reconciles it, so placing labels faster changes nothing
 //! about who may write.
@@ -56,9 +58,7 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
                     object.metadata.managed_fields = None;
                 },
             );
-            let events = reflector::reflector(writer, watch)
-                .default_backoff()
-                .applied_objects();
+            let events = reflector::reflector(writer, watch).default_backoff();
             let mut events = std::pin::pin!(events);
             let mut wakes = std::pin::pin!(gate.wakes());
             let mut placer = Placer::new(client, gate.clone(), label, store);
@@ -66,7 +66,14 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
             loop {
                 tokio::select! {
                     event = events.try_next() => match event {
-                        Ok(Some(object)) => placer.offer(Arc::new(object)),
+                        // The store has applied the event: decide from it.
+                        Ok(Some(watcher::Event::Apply(object))) => {
+                            placer.enqueue(ObjectRef::from_obj(&object));
+                        }
+                        // A (re)list is complete only now: until then the
+                        // store holds the previous state.
+                        Ok(Some(watcher::Event::InitDone)) => placer.offer_all(),
+                        Ok(Some(_)) => {}
                         Ok(None) => return,
                         Err(error) => tracing::warn!(%error, "the sharder's watch failed"),
                     },
@@ -87,12 +94,11 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
     })
 }
 
-type Meta<K> = Arc<PartialObjectMeta<K>>;
 type Ref<K> = ObjectRef<PartialObjectMeta<K>>;
 
-/// What a label request answered: the resourceVersion of the copy it was
-/// decided from once it succeeded, else that copy, to decide again.
-type Answer<K> = Result<String, Meta<K>>;
+/// What a label request answered: the resourceVersion of the cached copy
+/// it was decided from, once it succeeded.
+type Answer = Option<String>;
 
 /// The objects waiting for a decision and the label requests in flight.
 struct Placer<K: Object> {
@@ -102,11 +108,7 @@ struct Placer<K: Object> {
     store: Store<PartialObjectMeta<K>>,
     queue: VecDeque<Ref<K>>,
     queued: HashSet<Ref<K>>,
-    /// The newest copy seen of every object waiting for a decision. The
-    /// watch's events, not the store, since the store holds a first list
-    /// (and every relist) only once it is complete.
-    latest: HashMap<Ref<K>, Meta<K>>,
-    in_flight: FuturesUnordered<BoxFuture<'static, (Ref<K>, Answer<K>)>>,
+    in_flight: FuturesUnordered<BoxFuture<'static, (Ref<K>, Answer)>>,
     busy: HashSet<Ref<K>>,
     /// Offered again while a request of theirs was in flight.
     deferred: HashSet<Ref<K>>,
@@ -117,7 +119,7 @@ struct Placer<K: Object> {
     /// Objects whose last request failed, offered again at the next tick.
     failed: Vec<Ref<K>>,
     /// Objects to relabel once the ring has settled.
-    parked: HashMap<Ref<K>, Meta<K>>,
+    parked: HashSet<Ref<K>>,
 }
 
 impl<K: Object> Placer<K> {
@@ -134,24 +136,17 @@ impl<K: Object> Placer<K> {
             store,
             queue: VecDeque::new(),
             queued: HashSet::new(),
-            latest: HashMap::new(),
             in_flight: FuturesUnordered::new(),
             busy: HashSet::new(),
             deferred: HashSet::new(),
             written: HashMap::new(),
             failed: Vec::new(),
-            parked: HashMap::new(),
+            parked: HashSet::new(),
         }
     }
 
-    /// Queues `object` for a decision, or, while a request of its own is
-    /// in flight, for one after the answer.
-    fn offer(&mut self, object: Meta<K>) {
-        let key = ObjectRef::from_obj(object.as_ref());
-        self.latest.insert(key.clone(), object);
-        self.enqueue(key);
-    }
-
+    /// Queues an object for a decision from the store, or, while a
+    /// request of its own is in flight, for one after the answer.
     fn enqueue(&mut self, key: Ref<K>) {
         if self.busy.contains(&key) {
             self.deferred.insert(key);
@@ -163,25 +158,19 @@ impl<K: Object> Placer<K> {
     /// Every cached object: the view changed.
     fn offer_all(&mut self) {
         for object in self.store.state() {
-            let key = ObjectRef::from_obj(object.as_ref());
-            // A newer copy from the watch wins over the store's.
-            if !self.latest.contains_key(&key) {
-                self.latest.insert(key.clone(), object);
-            }
-            self.enqueue(key);
+            self.enqueue(ObjectRef::from_obj(object.as_ref()));
         }
     }
 
-    fn answered(&mut self, key: Ref<K>, answer: Answer<K>) {
+    fn answered(&mut self, key: Ref<K>, answer: Answer) {
         self.busy.remove(&key);
         match answer {
-            Ok(version) => {
+            Some(version) => {
                 self.written.insert(key.clone(), version);
                 self.gate.stats.relabels.fetch_add(1, Relaxed);
             }
-            Err(object) => {
+            None => {
                 self.written.remove(&key);
-                self.latest.entry(key.clone()).or_insert(object);
                 self.failed.push(key.clone());
             }
         }
@@ -207,8 +196,7 @@ impl<K: Object> Placer<K> {
         }
         let settled = self.gate.settled() && !self.gate.behind();
         if settled && !self.parked.is_empty() {
-            for (key, object) in std::mem::take(&mut self.parked) {
-                self.latest.entry(key.clone()).or_insert(object);
+            for key in std::mem::take(&mut self.parked) {
                 self.enqueue(key);
             }
         }
@@ -218,7 +206,8 @@ impl<K: Object> Placer<K> {
                 break;
             };
             self.queued.remove(&object);
-            let Some(cached) = self.latest.remove(&object) else {
+            let Some(cached) = self.store.get(&object) else {
+                self.written.remove(&object);
                 continue;
             };
             let key = format!(
@@ -235,7 +224,7 @@ impl<K: Object> Placer<K> {
                 continue;
             }
             if current.is_some() && !settled {
-                self.parked.insert(object, cached);
+                self.parked.insert(object);
                 continue;
             }
             let version = cached.resource_version().unwrap_or_default();
@@ -245,12 +234,7 @@ impl<K: Object> Placer<K> {
             self.busy.insert(object.clone());
             let request = self.request(&cached, owner.to_owned(), key);
             self.in_flight.push(Box::pin(async move {
-                let answer = if request.await {
-                    Ok(version)
-                } else {
-                    Err(cached)
-                };
-                (object, answer)
+                (object, request.await.then_some(version))
             }));
         }
     }
