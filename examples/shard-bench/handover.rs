@@ -9,7 +9,7 @@ use concord::LeaderElectionConfig;
 use concord_testenv::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DeleteParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use tokio::task::JoinHandle;
 
 use crate::fleet::{Log, Replica, Setup, Span, alive, create_config_maps, overlaps};
@@ -103,7 +103,15 @@ async fn event(
         victim.run.abort();
         // A renewal in flight at the abort may still land: read after it would have.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let lease = leases.get(&format!("{MANAGER}-shard-{member}")).await?;
+        // The Lease is `<ring>-<configuration fingerprint>-<member>`.
+        let params = ListParams::default().labels(&format!("shard.concord.dev/member={member}"));
+        let lease = leases
+            .list(&params)
+            .await?
+            .items
+            .into_iter()
+            .next()
+            .context("the crashed replica's Lease")?;
         sample.renewal_age = renewal_age(&lease, wall);
     } else {
         victim.stop.shutdown();

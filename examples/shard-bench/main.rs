@@ -47,7 +47,7 @@ enum Command {
     Memory(memory::Args),
     /// One replica process of the `memory` benchmark (started by it).
     #[command(hide = true)]
-    Replica(replica::Args),
+    Replica(Box<replica::Args>),
 }
 
 fn main() -> Result<()> {
@@ -62,6 +62,6 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Handover(args) => runtime.block_on(handover::run(args)),
         Command::Memory(args) => runtime.block_on(memory::run(args)),
-        Command::Replica(args) => runtime.block_on(replica::run(args)),
+        Command::Replica(args) => runtime.block_on(replica::run(*args)),
     }
 }

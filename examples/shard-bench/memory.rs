@@ -188,10 +188,18 @@ pub async fn run(args: Args) -> Result<()> {
     );
     tokio::time::sleep(settle).await;
     let leases: Api<Lease> = Api::namespaced(ns.client(), ns.name());
+    // The ring's sharder Lease: `<ring>-<configuration fingerprint>-sharder`.
     let sharder = leases
-        .get("shard-bench-memory-sharder")
-        .await
-        .ok()
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .find(|l| {
+            l.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.ends_with("-sharder"))
+        })
         .and_then(|l| l.spec?.holder_identity)
         .and_then(|id| pid_of(&id));
     for proc in &procs {

@@ -46,6 +46,12 @@ pub struct ManagerArgs {
     /// shard's label); `off` (default) runs every object here.
     #[arg(long = "shards", value_enum, default_value = "off")]
     pub shards: crate::ShardingMode,
+    /// Name of the shard ring; defaults to `--leader-election-id`. Replicas
+    /// share a ring only when its name, the manager, `--shards` and the
+    /// objects their controllers watch are all the same, so two deployments
+    /// of one binary never assign each other's objects.
+    #[arg(long = "shard-ring")]
+    pub shard_ring: Option<String>,
     /// Address the webhook server binds to when webhooks are registered (`host:port`, `:port`, or 0 to disable).
     #[arg(long = "webhook-bind-address", default_value = ":9443")]
     pub webhook_bind_address: String,
@@ -145,6 +151,20 @@ impl ManagerArgs {
         self.shards = mode;
         self.leader_election_namespace = Some(namespace.into());
         self
+    }
+
+    /// Sets `--shard-ring`.
+    #[must_use]
+    pub fn with_shard_ring(mut self, ring: impl Into<String>) -> Self {
+        self.shard_ring = Some(ring.into());
+        self
+    }
+
+    /// The shard ring's name: `--shard-ring`, else `--leader-election-id`.
+    pub fn shard_ring_name(&self) -> &str {
+        self.shard_ring
+            .as_deref()
+            .unwrap_or(&self.leader_election_id)
     }
 
     /// Sets `--metrics-bind-address`.

@@ -212,6 +212,9 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
 // ANCHOR: label_mode
 #[tokio::test]
 async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
@@ -222,7 +225,8 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     for i in 0..3 {
         replicas.push(replica_in(ShardingMode::Label, env.client()?, ns.name(), i, &log).await?);
     }
-    let label = "shard.concord.dev/sharding-test";
+    // The ring is named after --leader-election-id (its default here).
+    let label = "shard.concord.dev/concord-operator";
     // Each replica's cache holds exactly the objects it owns, and every
     // object carries its owner's member id.
     let cached_own_shard = |replicas: &[Replica]| {
@@ -240,6 +244,11 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     ensure!(
         eventually(Duration::from_secs(60), || cached_own_shard(&replicas)).await,
         "three label-mode replicas did not each cache their own shard"
+    );
+    ensure!(
+        replicas[0].shard.label_key().as_deref() == Some(label),
+        "the shard label is {:?}",
+        replicas[0].shard.label_key()
     );
     for replica in &replicas {
         let cached = replica.shard.keys_cached();

@@ -2,8 +2,10 @@
 //! per process, so in-process managers would share it): three replicas of
 //! an Argo-like operator whose two code paths each record their own
 //! finalizer once per object. Without sharding the replicas race and lose
-//! finalizers; with `--shards=hash` every object is written by one replica,
-//! whose mutex orders both paths, and nothing is lost.
+//! finalizers. With `--shards` a replica refuses `locked` at start-up: a
+//! handover lets a write the old owner sent before its fence land after
+//! the new owner's, and no mutex orders those; the same replicas sharded
+//! with `strict` lose nothing.
 //!
 //! ```text
 //! cargo test -p concord-tests --test sharding_locked
@@ -80,7 +82,47 @@ fn errors_in(metrics: &str) -> u64 {
         .sum()
 }
 
-async fn run(shards: &str) -> Result<Outcome> {
+/// What a replica started with `--shards` and `strategy` says before it
+/// exits; it must exit within 60 s.
+async fn refusal(shards: &str, strategy: &str) -> Result<(bool, String)> {
+    let env = TestEnv::shared()?;
+    let ns: TestNamespace = env.namespace().await?;
+    let config = std::env::temp_dir().join(format!(
+        "concord-shard-refused-{}-{strategy}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&config, format!("strategies:\n  default: {strategy}\n"))?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shard-replica"))
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig_path())
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--namespace",
+            ns.name(),
+            "--leader-election-namespace",
+            ns.name(),
+        ])
+        .args(["--shards", shards])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let start = Instant::now();
+    while child.try_wait()?.is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill()?;
+            bail!("a replica with --shards={shards} and {strategy} did not exit");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let output = child.wait_with_output()?;
+    Ok((
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+async fn run(shards: &str, strategy: &str) -> Result<Outcome> {
     let env = TestEnv::shared()?;
     let ns: TestNamespace = env.namespace().await?;
     let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
@@ -99,22 +141,24 @@ async fn run(shards: &str) -> Result<Outcome> {
     for result in created {
         result?;
     }
-    let config =
-        std::env::temp_dir().join(format!("concord-shard-locked-{}.yaml", std::process::id()));
-    std::fs::write(&config, "strategies:\n  default: locked\n")?;
+    let config = std::env::temp_dir().join(format!(
+        "concord-shard-{strategy}-{}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&config, format!("strategies:\n  default: {strategy}\n"))?;
     let mut replicas = Vec::new();
     for _ in 0..3 {
         replicas.push(spawn(env, ns.name(), shards, &config)?);
     }
     // Wait until the replicas run: with sharding, until all three
     // acknowledged a ring of three; without, until each has had time to list.
-    if shards == "hash" {
+    if shards != "off" {
         let leases: Api<Lease> = Api::namespaced(ns.client(), ns.name());
         let ready = eventually_async(Duration::from_secs(60), || {
             let leases = leases.clone();
             async move {
                 let list = leases
-                    .list(&ListParams::default().labels("shard.concord.dev/manager=argo-shard"))
+                    .list(&ListParams::default().labels("shard.concord.dev/ring=concord-operator"))
                     .await?;
                 Ok(list.items.len() == 3
                     && list.items.iter().all(|l| {
@@ -183,17 +227,27 @@ async fn run(shards: &str) -> Result<Outcome> {
     }
     ensure!(
         all_done,
-        "not every object was processed by both paths ({shards})"
+        "not every object was processed by both paths ({shards}, {strategy})"
     );
     Ok(Outcome { lost, errors })
 }
 
 // ANCHOR: locked
 #[tokio::test]
-async fn locked_loses_nothing_across_sharded_replicas_and_loses_without() -> Result<()> {
-    let sharded = run("hash").await?;
-    println!("3 replicas, --shards=hash, locked: {sharded:?} of {OBJECTS} objects");
-    let unsharded = run("off").await?;
+async fn locked_is_refused_with_shards_loses_without_and_sharded_strict_loses_nothing() -> Result<()>
+{
+    for shards in ["hash", "label"] {
+        let (ok, stderr) = refusal(shards, "locked").await?;
+        println!("--shards={shards} with locked: {}", stderr.trim());
+        ensure!(!ok, "a replica started with --shards={shards} and locked");
+        ensure!(
+            stderr.contains(&format!("--shards={shards}")) && stderr.contains("`locked`"),
+            "the refusal does not name both: {stderr}"
+        );
+    }
+    let sharded = run("hash", "strict").await?;
+    println!("3 replicas, --shards=hash, strict: {sharded:?} of {OBJECTS} objects");
+    let unsharded = run("off", "locked").await?;
     println!("3 replicas, --shards=off, locked: {unsharded:?} of {OBJECTS} objects");
     if unsharded.lost == 0 {
         bail!("without sharding no finalizer was lost: this run could not tell the two apart");

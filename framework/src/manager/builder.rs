@@ -152,7 +152,13 @@ impl ManagerBuilder {
                     .unwrap_or_else(pod_namespace);
                 format!(
                     "{explanation}{}",
-                    sharding::explain(self.args.shards, &self.name, &namespace, &self.leader)
+                    sharding::explain(
+                        self.args.shards,
+                        &self.name,
+                        self.args.shard_ring_name(),
+                        &namespace,
+                        &self.leader
+                    )
                 )
             };
             return Ok(Built::Explained(text));
@@ -168,19 +174,17 @@ impl ManagerBuilder {
     /// [`Error::Config`] listing every configuration problem with its
     /// source, [`Error::Client`], [`Error::BadAddress`] or [`Error::Bind`];
     /// [`Error::ExplainRequested`] when `--explain` was given, which only
-    /// [`build_or_explain`](Self::build_or_explain) answers.
+    /// [`build_or_explain`](Self::build_or_explain) answers;
+    /// [`Error::ShardingConfig`] when `--shards` is combined with
+    /// `--leader-elect` or with the `locked` strategy, or the lease timings
+    /// leave no margin.
     pub async fn build(self) -> Result<Manager, Error> {
         if self.args.wants_explain() {
             return Err(Error::ExplainRequested);
         }
         let config = self.args.load_config(self.registry)?;
+        super::checks::check_sharding(&self.args, &config)?;
         if self.args.shards.is_on() {
-            if self.args.leader_elect {
-                return Err(Error::ShardingConfig(format!(
-                    "--shards={} and --leader-elect together: a sharded replica reconciles its share without waiting for leadership; drop --leader-elect",
-                    self.args.shards
-                )));
-            }
             sharding::validate(&self.leader)?;
         }
         warn_if_unsafe_for_replicas(&config, self.args.leader_elect || self.args.shards.is_on());
@@ -207,6 +211,13 @@ impl ManagerBuilder {
                     connect(self.args.kubeconfig.as_deref(), counters.clone()).await?;
                 (client, Some(config))
             }
+        };
+        // Sharded: a write sent just before the fence must not land after
+        // the Lease may have expired (sharding/deadline.rs).
+        let client = if self.args.shards.is_on() {
+            sharding::with_write_deadline(client, sharding::write_deadline(&self.leader))
+        } else {
+            client
         };
         let writes = Arc::new(
             WriteRegistry::new(
@@ -255,6 +266,7 @@ impl ManagerBuilder {
                 lease_client,
                 &namespace,
                 &self.name,
+                self.args.shard_ring_name(),
                 candidate_identity(),
                 self.leader,
             )
@@ -338,8 +350,7 @@ fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
                     resource = row.resource().unwrap_or("(default)"),
                     %operation,
                     "the `locked` strategy only orders writes inside one process: run a single replica \
-                     with --leader-elect, shard with --shards so each object has one writer, \
-                     or choose `strict`, `update` or `apply`"
+                     with --leader-elect, or choose `strict`, `update` or `apply`"
                 );
                 return;
             }

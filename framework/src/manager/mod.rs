@@ -22,6 +22,7 @@ use crate::writes::WriteRegistry;
 use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
 
 mod builder;
+mod checks;
 mod connection;
 mod run;
 mod table_check;
@@ -182,6 +183,9 @@ impl Manager {
         R: Reconciler<K>,
         F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
     {
+        if let Some(sharding) = self.sharding.as_mut() {
+            sharding.watch(&kube::core::ApiResource::erase::<K>(&()), api.namespace());
+        }
         let shard = self.sharding.as_ref().map(Sharding::gate);
         let mut context = self.context::<K>();
         let source = if shard.is_some() {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 use futures::Stream;
@@ -34,6 +34,9 @@ struct State {
     fence: Instant,
     /// Keys in a reconcile now, with how many controllers hold each.
     in_flight: HashMap<String, u32>,
+    /// Live Leases of the same ring name whose configuration differs from
+    /// ours and whose scope overlaps it: while there is one, nothing starts.
+    refused: Vec<String>,
 }
 
 /// Lists the `namespace/name` keys of one controller's store.
@@ -43,10 +46,11 @@ pub(crate) type Lister = Box<dyn Fn() -> Vec<String> + Send + Sync>;
 /// membership loop.
 pub(crate) struct ShardGate {
     me: MemberId,
-    /// In `label` mode, the label selector of this replica's shard.
-    pub(crate) selector: Option<String>,
+    /// In `label` mode, the label selector of this replica's shard (set
+    /// when the replica joins, before any controller starts).
+    pub(crate) selector: OnceLock<String>,
     /// In `label` mode, the label key that carries the owner.
-    pub(crate) label: Option<String>,
+    pub(crate) label: OnceLock<String>,
     state: Mutex<State>,
     /// Signalled when a reconcile ends, so a pending drain is re-checked.
     drained: Notify,
@@ -91,11 +95,11 @@ impl Drop for InFlight {
 }
 
 impl ShardGate {
-    pub(crate) fn new(me: MemberId, label: Option<String>) -> Self {
+    pub(crate) fn new(me: MemberId) -> Self {
         let (wake, _) = watch::channel(0);
         ShardGate {
-            selector: label.as_ref().map(|l| format!("{l}={me}")),
-            label,
+            selector: OnceLock::new(),
+            label: OnceLock::new(),
             me,
             state: Mutex::new(State {
                 target: View::default(),
@@ -103,6 +107,7 @@ impl ShardGate {
                 peers: None,
                 fence: Instant::now(),
                 in_flight: HashMap::new(),
+                refused: Vec::new(),
             }),
             drained: Notify::new(),
             wake,
@@ -111,6 +116,12 @@ impl ShardGate {
             labellers: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
         }
+    }
+
+    /// `label` mode: watch only objects whose `label` names this replica.
+    pub(crate) fn set_label(&self, label: String) {
+        let _ = self.selector.set(format!("{label}={}", self.me));
+        let _ = self.label.set(label);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -128,6 +139,7 @@ impl ShardGate {
         let mut state = self.lock();
         let me = self.me.as_str();
         let admitted = Instant::now() < state.fence
+            && state.refused.is_empty()
             && state.target.owns(me, key)
             && state.claims.iter().all(|claim| claim.owns(me, key))
             && state.peers.as_ref().is_some_and(|peers| {
@@ -212,12 +224,17 @@ impl ShardGate {
         (state.claims.len() == 1).then(|| state.claims[0].clone())
     }
 
-    /// Records what a read of every membership Lease showed.
-    pub(crate) fn observed(&self, target: View, peers: Vec<Peer>) {
+    /// Records what a read of every membership Lease showed: the live
+    /// members, what each acknowledged, and the live Leases of another
+    /// configuration that could reconcile our objects.
+    pub(crate) fn observed(&self, target: View, peers: Vec<Peer>, refused: Vec<String>) {
         let mut state = self.lock();
-        let changed = state.target != target || state.peers.as_ref() != Some(&peers);
+        let changed = state.target != target
+            || state.peers.as_ref() != Some(&peers)
+            || state.refused != refused;
         state.target = target;
         state.peers = Some(peers);
+        state.refused = refused;
         drop(state);
         if changed {
             self.wake();
@@ -302,6 +319,12 @@ impl ShardGate {
         keys
     }
 
+    /// The live Leases of another configuration whose scope overlaps ours,
+    /// as last observed: while there is one, this replica starts nothing.
+    pub(crate) fn refused(&self) -> Vec<String> {
+        self.lock().refused.clone()
+    }
+
     /// The members as last observed.
     pub(crate) fn target(&self) -> View {
         self.lock().target.clone()
@@ -315,7 +338,7 @@ mod tests {
     use super::*;
 
     fn gate(me: &str) -> Arc<ShardGate> {
-        let gate = Arc::new(ShardGate::new(me.into(), None));
+        let gate = Arc::new(ShardGate::new(me.into()));
         gate.set_fence(Instant::now() + Duration::from_secs(60));
         gate
     }
@@ -339,6 +362,7 @@ mod tests {
                 id: "a".into(),
                 acked: alone.clone(),
             }],
+            vec![],
         );
         let claim = b.next_claim();
         b.claimed(&claim);
@@ -350,6 +374,7 @@ mod tests {
                 id: "a".into(),
                 acked: alone,
             }],
+            vec![],
         );
         assert!(b.try_start(&key).is_none(), "a still claims the key");
         b.observed(
@@ -358,6 +383,7 @@ mod tests {
                 id: "a".into(),
                 acked: both,
             }],
+            vec![],
         );
         assert!(b.try_start(&key).is_some());
     }
@@ -368,10 +394,10 @@ mod tests {
         let both = View::new(["a".to_owned(), "b".to_owned()]);
         let moving = key_owned_by(&both, "b");
         let a = gate("a");
-        a.observed(alone.clone(), vec![]);
+        a.observed(alone.clone(), vec![], vec![]);
         let first = a.next_claim();
         a.claimed(&first);
-        a.observed(alone.clone(), vec![]);
+        a.observed(alone.clone(), vec![], vec![]);
         let running = a.try_start(&moving).expect("a owns every key alone");
         a.observed(
             both.clone(),
@@ -379,6 +405,7 @@ mod tests {
                 id: "b".into(),
                 acked: View::default(),
             }],
+            vec![],
         );
         assert!(a.try_start(&moving).is_none(), "no new start of a lost key");
         assert_eq!(a.next_claim(), alone, "cannot acknowledge while draining");
@@ -388,7 +415,7 @@ mod tests {
 
     #[test]
     fn restoring_a_lapsed_fence_offers_the_keys_again() {
-        let a = Arc::new(ShardGate::new("a".into(), None));
+        let a = Arc::new(ShardGate::new("a".into()));
         let before = *a.wake.borrow();
         a.set_fence(Instant::now() + Duration::from_secs(60));
         let after = *a.wake.borrow();
@@ -402,13 +429,29 @@ mod tests {
     }
 
     #[test]
+    fn a_live_member_of_another_configuration_stops_every_start() {
+        let alone = View::new(["a".to_owned()]);
+        let a = gate("a");
+        a.observed(alone.clone(), vec![], vec![]);
+        let claim = a.next_claim();
+        a.claimed(&claim);
+        a.observed(alone.clone(), vec![], vec!["ring-0badc0de-b".into()]);
+        assert!(a.try_start("ns/x").is_none(), "it may own any key");
+        a.observed(alone, vec![], vec![]);
+        assert!(
+            a.try_start("ns/x").is_some(),
+            "gone: the ring is ours again"
+        );
+    }
+
+    #[test]
     fn nothing_starts_past_the_fence() {
         let alone = View::new(["a".to_owned()]);
         let a = gate("a");
-        a.observed(alone.clone(), vec![]);
+        a.observed(alone.clone(), vec![], vec![]);
         let claim = a.next_claim();
         a.claimed(&claim);
-        a.observed(alone, vec![]);
+        a.observed(alone, vec![], vec![]);
         assert!(a.try_start("ns/x").is_some());
         a.set_fence(Instant::now());
         assert!(a.try_start("ns/x").is_none());

@@ -53,6 +53,21 @@ impl ShardHandle {
         self.gate.known_keys().len()
     }
 
+    /// The Leases of this ring's name, live as last observed, whose
+    /// configuration (ring version, `--shards` mode, manager or watched
+    /// scope) differs from this replica's while their scope overlaps it.
+    /// This replica shares no ring with them and, while there is one,
+    /// reconciles nothing: either could own any object.
+    pub fn refused_members(&self) -> Vec<String> {
+        self.gate.refused()
+    }
+
+    /// The label key that carries each object's owner in `label` mode
+    /// (`shard.concord.dev/<ring>`), once this replica has joined its ring.
+    pub fn label_key(&self) -> Option<String> {
+        self.gate.label.get().cloned()
+    }
+
     /// Objects that moved to or from this replica so far.
     pub fn moves(&self) -> u64 {
         self.gate.stats.moves.load(Relaxed)

@@ -49,7 +49,7 @@ pub(crate) async fn fenced<F: Future>(gate: Option<&Arc<ShardGate>>, work: F) ->
 
 /// The watch configuration: in `label` mode only this replica's shard.
 pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
-    match gate.and_then(|g| g.selector.as_deref()) {
+    match gate.and_then(|g| g.selector.get()) {
         Some(selector) => watcher::Config::default().labels(selector),
         None => watcher::Config::default(),
     }
@@ -65,7 +65,7 @@ pub(crate) fn attach<K: Object>(
     let Some(gate) = gate else {
         return controller;
     };
-    if let Some(label) = &gate.label {
+    if let Some(label) = gate.label.get() {
         gate.add_labeller(super::sharder::labeller(api.clone(), label.clone()));
     }
     let store = controller.store();

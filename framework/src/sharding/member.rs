@@ -3,7 +3,7 @@
 //! renews it, reads everyone else's, and acknowledges new views once the
 //! keys they take away are drained.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -15,24 +15,33 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::core::ObjectMeta;
 use tokio::sync::watch;
 
+use super::config::RingConfig;
 use super::gate::{Peer, ShardGate};
 use super::ring::{View, member_id};
 use crate::{Error, LeaderElectionConfig};
 
-/// Label on every membership Lease: the sharded manager it belongs to.
-pub(crate) const MANAGER_LABEL: &str = "shard.concord.dev/manager";
+/// Label on every membership Lease: the ring it belongs to.
+pub(crate) const RING_LABEL: &str = "shard.concord.dev/ring";
+/// Label on a membership Lease of ring version 1: the manager's name
+/// (read only, to refuse sharing a ring with such a replica).
+pub(crate) const V1_MANAGER_LABEL: &str = "shard.concord.dev/manager";
 /// Label on every membership Lease: the member id.
 pub(crate) const MEMBER_LABEL: &str = "shard.concord.dev/member";
 /// Annotation on every membership Lease: the view it acknowledged.
 pub(crate) const ACKED_ANNOTATION: &str = "shard.concord.dev/acked";
+/// Annotation on every membership Lease: the [`RingConfig`] of its replica.
+pub(crate) const CONFIG_ANNOTATION: &str = "shard.concord.dev/config";
 
 /// One replica's membership in the ring of a sharded manager.
 pub(crate) struct Membership {
     api: Api<Lease>,
     gate: Arc<ShardGate>,
     identity: String,
-    manager: String,
+    ring: RingConfig,
     lease_name: String,
+    /// Leases of another configuration already reported, so each is
+    /// logged once.
+    reported: HashSet<String>,
     config: LeaderElectionConfig,
     /// Other Leases: resourceVersion last seen and since when (own clock).
     seen: HashMap<String, (String, Instant)>,
@@ -49,16 +58,17 @@ impl Membership {
         api: Api<Lease>,
         gate: Arc<ShardGate>,
         identity: String,
-        manager: String,
+        ring: RingConfig,
         config: LeaderElectionConfig,
     ) -> Self {
-        let lease_name = lease_name(&manager, gate.me());
+        let lease_name = lease_name(&ring.lease_prefix(), gate.me());
         Membership {
             api,
             gate,
             identity,
-            manager,
+            ring,
             lease_name,
+            reported: HashSet::new(),
             config,
             seen: HashMap::new(),
             ours: None,
@@ -96,13 +106,13 @@ impl Membership {
             metadata: ObjectMeta {
                 name: Some(self.lease_name.clone()),
                 labels: Some(BTreeMap::from([
-                    (MANAGER_LABEL.to_owned(), self.manager.clone()),
+                    (RING_LABEL.to_owned(), self.ring.ring_id()),
                     (MEMBER_LABEL.to_owned(), self.gate.me().to_owned()),
                 ])),
-                annotations: Some(BTreeMap::from([(
-                    ACKED_ANNOTATION.to_owned(),
-                    String::new(),
-                )])),
+                annotations: Some(BTreeMap::from([
+                    (ACKED_ANNOTATION.to_owned(), String::new()),
+                    (CONFIG_ANNOTATION.to_owned(), self.ring.annotation()),
+                ])),
                 ..Default::default()
             },
             spec: Some(self.spec()),
@@ -118,7 +128,13 @@ impl Membership {
         self.gate.claimed(&View::default());
         self.gate.set_fence(sent + self.config.renew_deadline);
         self.read().await;
-        tracing::info!(lease = %self.lease(), member = self.gate.me(), "joined the shard ring");
+        tracing::info!(
+            lease = %self.lease(),
+            member = self.gate.me(),
+            ring = %self.ring.ring,
+            scope = ?self.ring.scope,
+            "joined the shard ring"
+        );
         Ok(())
     }
 
@@ -245,11 +261,13 @@ impl Membership {
         self.gate.wake();
     }
 
-    /// Reads every membership Lease of this manager (a consistent read,
-    /// after our own write) and tells the gate who is live and what each
-    /// acknowledged. Whether the live members differ from the last read.
+    /// Reads every membership Lease in the namespace (a consistent read,
+    /// after our own write) and tells the gate who of our configuration is
+    /// live and what each acknowledged, and which live Leases of another
+    /// configuration share our ring's name and scope. Whether the live
+    /// members differ from the last read.
     async fn read(&mut self) -> bool {
-        let params = ListParams::default().labels(&format!("{MANAGER_LABEL}={}", self.manager));
+        let params = ListParams::default().labels(MEMBER_LABEL);
         let list = match self.api.list(&params).await {
             Ok(list) => list,
             Err(error) => {
@@ -261,6 +279,7 @@ impl Membership {
         let mut live = vec![me.clone()];
         let mut peers = Vec::new();
         let mut names = Vec::new();
+        let mut refused = Vec::new();
         self.next_expiry = None;
         for lease in &list.items {
             let Some(name) = lease.metadata.name.clone() else {
@@ -274,9 +293,11 @@ impl Membership {
             else {
                 continue;
             };
-            if *id == me {
-                continue;
-            }
+            let kin = match self.kinship(lease) {
+                Kinship::Unrelated => continue,
+                Kinship::Member if *id == me => continue,
+                kin => kin,
+            };
             names.push(name.clone());
             let version = lease.metadata.resource_version.clone().unwrap_or_default();
             let entry = self
@@ -296,7 +317,17 @@ impl Membership {
                 // Expired once unchanged for longer than its duration: the
                 // first instant a read can find it so.
                 let expiry = entry.1 + duration + Duration::from_millis(1);
+                match kin {
+                    Kinship::Member => {}
+                    Kinship::Overlapping => {
+                        refused.push(name.clone());
+                    }
+                    Kinship::Disjoint | Kinship::Unrelated => continue,
+                }
                 self.next_expiry = Some(self.next_expiry.map_or(expiry, |e| e.min(expiry)));
+                if kin == Kinship::Overlapping {
+                    continue;
+                }
                 live.push(id.clone());
                 let acked = lease
                     .metadata
@@ -314,6 +345,11 @@ impl Membership {
             }
         }
         self.seen.retain(|name, _| names.contains(name));
+        self.reported.retain(|name| names.contains(name));
+        self.gate
+            .stats
+            .refused_members
+            .store(refused.len() as u64, Relaxed);
         peers.sort_by(|a, b| a.id.cmp(&b.id));
         let target = View::new(live);
         let moved = self.gate.target() != target;
@@ -326,8 +362,66 @@ impl Membership {
             .stats
             .members
             .store(target.members().len() as u64, Relaxed);
-        self.gate.observed(target, peers);
+        self.gate.observed(target, peers, refused);
         moved
+    }
+
+    /// How `lease` relates to our ring; reports (once per Lease) one of
+    /// our ring's name whose configuration differs from ours.
+    fn kinship(&mut self, lease: &Lease) -> Kinship {
+        let labels = lease.metadata.labels.as_ref();
+        let annotations = lease.metadata.annotations.as_ref();
+        let name = lease.metadata.name.clone().unwrap_or_default();
+        let theirs = match labels.and_then(|l| l.get(RING_LABEL)) {
+            Some(ring) if *ring == self.ring.ring_id() => annotations
+                .and_then(|a| a.get(CONFIG_ANNOTATION))
+                .and_then(|c| RingConfig::parse(c)),
+            Some(_) => return Kinship::Unrelated,
+            // Version 1 named the ring after the manager alone.
+            None if labels.and_then(|l| l.get(V1_MANAGER_LABEL))
+                == Some(&sanitize(&self.ring.manager)) =>
+            {
+                None
+            }
+            None => return Kinship::Unrelated,
+        };
+        if theirs.as_ref() == Some(&self.ring) {
+            return Kinship::Member;
+        }
+        // A configuration we cannot read (another ring version) may watch
+        // anything: assume it overlaps.
+        let overlapping = theirs.as_ref().is_none_or(|t| self.ring.overlaps(t));
+        if self.reported.insert(name.clone()) {
+            let differences = match &theirs {
+                Some(theirs) => self.ring.differences(theirs),
+                None => "a ring version this replica cannot read".to_owned(),
+            };
+            if overlapping {
+                tracing::error!(
+                    lease = %self.lease(),
+                    other = %name,
+                    %differences,
+                    "refusing to share shard ring {} with a replica of another configuration that \
+                     watches the same objects: reconciling nothing while its Lease is live; give \
+                     each deployment its own --shard-ring or --leader-election-id, or finish the rollout",
+                    self.ring.ring,
+                );
+            } else {
+                tracing::warn!(
+                    lease = %self.lease(),
+                    other = %name,
+                    %differences,
+                    "refusing to share shard ring {} with a replica of another configuration; \
+                     it watches other objects, so each keeps its own ring",
+                    self.ring.ring,
+                );
+            }
+        }
+        if overlapping {
+            Kinship::Overlapping
+        } else {
+            Kinship::Disjoint
+        }
     }
 
     /// Deletes the Lease of a member long expired, unless it was renewed.
@@ -392,6 +486,19 @@ impl Membership {
     }
 }
 
+/// How a Lease in the namespace relates to this replica's ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kinship {
+    /// A member of our configuration (or our own Lease).
+    Member,
+    /// Our ring's name, another configuration, objects that may be ours.
+    Overlapping,
+    /// Our ring's name, another configuration, other objects.
+    Disjoint,
+    /// Another ring.
+    Unrelated,
+}
+
 /// Resolves once `done` is true (or its sender is gone).
 async fn stopped(done: &mut watch::Receiver<bool>) {
     while !*done.borrow_and_update() {
@@ -401,9 +508,9 @@ async fn stopped(done: &mut watch::Receiver<bool>) {
     }
 }
 
-/// The membership Lease name of `member` in the ring of `manager`.
-pub(crate) fn lease_name(manager: &str, member: &str) -> String {
-    format!("{manager}-shard-{member}")
+/// The membership Lease name of `member` under `prefix` (the ring's).
+pub(crate) fn lease_name(prefix: &str, member: &str) -> String {
+    format!("{prefix}-{member}")
 }
 
 /// `name` made a valid label value and Lease name prefix: lowercase
@@ -442,6 +549,6 @@ mod tests {
         assert_eq!(sanitize("Argo_Cleanup"), "argo-cleanup");
         assert_eq!(sanitize("__"), "concord");
         assert!(sanitize(&"x".repeat(100)).len() <= 40);
-        assert_eq!(lease_name("a", "0123"), "a-shard-0123");
+        assert_eq!(lease_name("a-1234abcd", "0123"), "a-1234abcd-0123");
     }
 }

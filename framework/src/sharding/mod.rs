@@ -1,11 +1,15 @@
 //! Scaling out: one manager's objects divided among its replicas.
 //!
-//! Each replica holds a membership Lease; every object key maps to one live
+//! Each replica holds a membership Lease of its deployment's ring
+//! ([`config`]: the ring name, manager, mode and watched scope); every
+//! object key maps to one live
 //! member by rendezvous hashing ([`ring`]); a key moves from one replica to
 //! another only after the old owner drained it and acknowledged the new
 //! view in its Lease ([`gate`], [`member`]). The book chapter *Scaling out*
 //! describes the protocol and its failure cases.
 
+mod config;
+mod deadline;
 mod gate;
 mod handle;
 pub(crate) mod hooks;
@@ -20,21 +24,19 @@ use std::sync::Arc;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
+use kube::core::ApiResource;
 use tokio::sync::watch;
 
+pub(crate) use deadline::{with_write_deadline, write_deadline};
 pub use handle::ShardHandle;
 pub use mode::ShardingMode;
 pub(crate) use stats::ShardStats;
 
 use crate::leader::LeaderElector;
 use crate::{Error, LeaderElectionConfig};
+use config::RingConfig;
 use gate::ShardGate;
 use member::Membership;
-
-/// The label key that carries an object's owner in `label` mode.
-pub(crate) fn shard_label(manager: &str) -> String {
-    format!("shard.concord.dev/{}", member::sanitize(manager))
-}
 
 /// Checks the timings the membership Leases are renewed with.
 ///
@@ -61,26 +63,30 @@ pub(crate) fn validate(config: &LeaderElectionConfig) -> Result<(), Error> {
 pub(crate) fn explain(
     mode: ShardingMode,
     manager: &str,
+    ring: &str,
     namespace: &str,
     config: &LeaderElectionConfig,
 ) -> String {
     if !mode.is_on() {
         return "sharding: off (--shards=off)\n".into();
     }
+    let ring = RingConfig::new(ring, manager, mode);
     let mut text = format!(
-        "sharding: {mode} (--shards={mode})\n  membership leases: {namespace}/{}-shard-<member>, label {}={}\n  lease duration {:?}, renew deadline {:?}, retry period {:?}\n  assignment: rendezvous hashing of namespace/name over the live members\n",
-        member::sanitize(manager),
-        member::MANAGER_LABEL,
-        member::sanitize(manager),
+        "sharding: {mode} (--shards={mode})\n  ring: {} (--shard-ring, else --leader-election-id), one per configuration: ring version {}, mode, manager and the scope the controllers watch\n  membership leases: {namespace}/{}-<configuration fingerprint>-<member>, label {}={}\n  lease duration {:?}, renew deadline {:?}, retry period {:?}\n  assignment: rendezvous hashing of namespace/name over the live members of the same configuration\n",
+        ring.ring,
+        config::RING_VERSION,
+        ring.ring_id(),
+        member::RING_LABEL,
+        ring.ring_id(),
         config.lease_duration,
         config.renew_deadline,
         config.retry_period,
     );
     if mode == ShardingMode::Label {
         text.push_str(&format!(
-            "  shard label: {}=<member>, written by the sharder (the replica holding {namespace}/{}-sharder)\n",
-            shard_label(manager),
-            member::sanitize(manager),
+            "  shard label: {}=<member>, written by the sharder (the replica holding {namespace}/{}-<configuration fingerprint>-sharder)\n",
+            ring.label_key(),
+            ring.ring_id(),
         ));
     }
     text
@@ -89,44 +95,48 @@ pub(crate) fn explain(
 /// One replica's sharding: its gate and its membership.
 pub(crate) struct Sharding {
     gate: Arc<ShardGate>,
-    /// Taken when the membership loop starts in a task of its own.
+    mode: ShardingMode,
+    leases: Api<Lease>,
+    identity: String,
+    timings: LeaderElectionConfig,
+    /// The ring's configuration; its scope grows with every controller
+    /// added, until the replica joins.
+    ring: RingConfig,
+    /// Created at [`join`](Self::join); taken when the membership loop
+    /// starts in a task of its own.
     membership: Option<Membership>,
     /// `label` mode: the election of the replica that labels objects.
     sharder: Option<LeaderElector>,
 }
 
 impl Sharding {
+    /// Sharding for a replica of `manager` in the ring named `ring`, its
+    /// membership Leases in `namespace`.
     pub(crate) fn new(
         mode: ShardingMode,
         client: Client,
         namespace: &str,
         manager: &str,
+        ring: &str,
         identity: String,
-        config: LeaderElectionConfig,
+        timings: LeaderElectionConfig,
     ) -> Self {
         let me = member::id_of(&identity);
-        let label = (mode == ShardingMode::Label).then(|| shard_label(manager));
-        let gate = Arc::new(ShardGate::new(me, label));
-        let sharder = (mode == ShardingMode::Label).then(|| {
-            LeaderElector::new(
-                Api::<Lease>::namespaced(client.clone(), namespace),
-                format!("{}-sharder", member::sanitize(manager)),
-                identity.clone(),
-                config,
-            )
-        });
-        let membership = Membership::new(
-            Api::<Lease>::namespaced(client, namespace),
-            gate.clone(),
-            identity,
-            member::sanitize(manager),
-            config,
-        );
         Sharding {
-            gate,
-            membership: Some(membership),
-            sharder,
+            gate: Arc::new(ShardGate::new(me)),
+            mode,
+            leases: Api::<Lease>::namespaced(client, namespace),
+            identity,
+            timings,
+            ring: RingConfig::new(ring, manager, mode),
+            membership: None,
+            sharder: None,
         }
+    }
+
+    /// Adds what one controller watches to the ring's scope.
+    pub(crate) fn watch(&mut self, resource: &ApiResource, namespace: Option<&str>) {
+        self.ring.watch(resource, namespace);
     }
 
     pub(crate) fn gate(&self) -> Arc<ShardGate> {
@@ -144,11 +154,32 @@ impl Sharding {
         self.gate.stats.clone()
     }
 
+    /// Joins the ring of the configuration the controllers added so far
+    /// make: creates this replica's Lease and reads the others.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardMembership`] when the Lease cannot be created.
     pub(crate) async fn join(&mut self) -> Result<(), Error> {
-        match self.membership.as_mut() {
-            Some(membership) => membership.join().await,
-            None => Ok(()),
+        if self.mode == ShardingMode::Label {
+            self.gate.set_label(self.ring.label_key());
+            self.sharder = Some(LeaderElector::new(
+                self.leases.clone(),
+                self.ring.sharder_lease(),
+                self.identity.clone(),
+                self.timings,
+            ));
         }
+        let mut membership = Membership::new(
+            self.leases.clone(),
+            self.gate.clone(),
+            self.identity.clone(),
+            self.ring.clone(),
+            self.timings,
+        );
+        membership.join().await?;
+        self.membership = Some(membership);
+        Ok(())
     }
 
     /// Holds the membership until `done` and, in `label` mode, runs the

@@ -85,6 +85,11 @@ pub(crate) fn member_id(identity: &str) -> MemberId {
     format!("{:016x}", fmix64(fnv1a(identity.as_bytes(), FNV_OFFSET)))
 }
 
+/// Eight hex digits hashed from `bytes`, stable across builds.
+pub(crate) fn fingerprint(bytes: &[u8]) -> String {
+    format!("{:08x}", fmix64(fnv1a(bytes, FNV_OFFSET)) >> 32)
+}
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 

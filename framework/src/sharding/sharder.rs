@@ -2,23 +2,42 @@
 //! metadata-only watch of every object labels each with its owner's member
 //! id, at creation and whenever the ring changes, so each replica's own
 //! watch (a label selector) caches only its shard.
+//!
+//! Labels are placed concurrently, up to [`PLACEMENTS_IN_FLIGHT`] at once,
+//! with at most one request per object in flight: a second change of the
+//! same object waits for the first request's answer and is then decided
+//! again from the newest cached copy, so labels cannot land out of order.
+//! Decisions are made from the sharder's store only, never from copies
+//! held beside it, and only once a (re)list is complete.
+//! A label only decides which cache holds an object; the gate alone
+//! decides who reconciles it, so placing labels faster changes nothing
+//! about who may write.
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 #[allow(deprecated)]
 // its replacement needs the scope of `K` statically; `api` may be namespaced or not
 use kube::runtime::metadata_watcher;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use super::gate::ShardGate;
 use crate::Object;
+
+/// Label requests the sharder has in flight at most.
+pub(crate) const PLACEMENTS_IN_FLIGHT: usize = 64;
+
+/// How long a failed label request waits before its object is decided again.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A sharder for one resource type, started when this replica becomes the sharder.
 pub(crate) type Labeller = Box<dyn FnOnce(Arc<ShardGate>) -> BoxFuture<'static, ()> + Send>;
@@ -39,15 +58,22 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
                     object.metadata.managed_fields = None;
                 },
             );
-            let events = reflector::reflector(writer, watch)
-                .default_backoff()
-                .applied_objects();
+            let events = reflector::reflector(writer, watch).default_backoff();
             let mut events = std::pin::pin!(events);
             let mut wakes = std::pin::pin!(gate.wakes());
+            let mut placer = Placer::new(client, gate.clone(), label, store);
+            let mut retries = tokio::time::interval(RETRY_AFTER);
             loop {
                 tokio::select! {
                     event = events.try_next() => match event {
-                        Ok(Some(object)) => label_one(&client, &gate, &label, &object).await,
+                        // The store has applied the event: decide from it.
+                        Ok(Some(watcher::Event::Apply(object))) => {
+                            placer.enqueue(ObjectRef::from_obj(&object));
+                        }
+                        // A (re)list is complete only now: until then the
+                        // store holds the previous state.
+                        Ok(Some(watcher::Event::InitDone)) => placer.offer_all(),
+                        Ok(Some(_)) => {}
                         Ok(None) => return,
                         Err(error) => tracing::warn!(%error, "the sharder's watch failed"),
                     },
@@ -55,68 +81,193 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
                         if wake.is_none() {
                             return;
                         }
-                        relabel_all(&client, &gate, &label, &store).await;
+                        placer.offer_all();
                     }
+                    Some((object, outcome)) = placer.in_flight.next() => {
+                        placer.answered(object, outcome);
+                    }
+                    _ = retries.tick() => placer.retry_failed(),
                 }
+                placer.start();
             }
         })
     })
 }
 
-async fn relabel_all<K: Object>(
-    client: &Client,
-    gate: &ShardGate,
-    label: &str,
-    store: &Store<PartialObjectMeta<K>>,
-) {
-    for object in store.state() {
-        label_one(client, gate, label, &object).await;
-    }
+type Ref<K> = ObjectRef<PartialObjectMeta<K>>;
+
+/// What a label request answered: the resourceVersion of the cached copy
+/// it was decided from, once it succeeded.
+type Answer = Option<String>;
+
+/// The objects waiting for a decision and the label requests in flight.
+struct Placer<K: Object> {
+    client: Client,
+    gate: Arc<ShardGate>,
+    label: String,
+    store: Store<PartialObjectMeta<K>>,
+    queue: VecDeque<Ref<K>>,
+    queued: HashSet<Ref<K>>,
+    in_flight: FuturesUnordered<BoxFuture<'static, (Ref<K>, Answer)>>,
+    busy: HashSet<Ref<K>>,
+    /// Offered again while a request of theirs was in flight.
+    deferred: HashSet<Ref<K>>,
+    /// The cached resourceVersion each successful request was decided
+    /// from: until the watch shows a newer copy, the cache still holds the
+    /// old label, and the object needs no second request.
+    written: HashMap<Ref<K>, String>,
+    /// Objects whose last request failed, offered again at the next tick.
+    failed: Vec<Ref<K>>,
+    /// Objects to relabel once the ring has settled.
+    parked: HashSet<Ref<K>>,
 }
 
-/// Sets `label` on `object` to its owner in the observed view, if it differs.
-async fn label_one<K: Object>(
-    client: &Client,
-    gate: &ShardGate,
-    label: &str,
-    object: &PartialObjectMeta<K>,
-) {
-    let namespace = object.namespace();
-    let key = format!(
-        "{}/{}",
-        namespace.clone().unwrap_or_default(),
-        object.name_any()
-    );
-    let view = gate.target();
-    let Some(owner) = view.owner(&key) else {
-        return;
-    };
-    if object.labels().get(label).map(String::as_str) == Some(owner) {
-        return;
-    }
-    let resource = ApiResource::erase::<K>(&());
-    let api: Api<DynamicObject> = match &namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    // A map key alone in a merge patch: concurrent writers' other labels
-    // and finalizers are untouched; the uid keeps it off a recreated object.
-    let patch = json!({"metadata": {"uid": object.uid(), "labels": {label: owner}}});
-    match api
-        .patch(
-            &object.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        Ok(_) => gate
-            .stats
-            .relabels
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        Err(error) => {
-            tracing::debug!(%error, object = %key, "labelling an object with its shard failed");
-            0
+impl<K: Object> Placer<K> {
+    fn new(
+        client: Client,
+        gate: Arc<ShardGate>,
+        label: String,
+        store: Store<PartialObjectMeta<K>>,
+    ) -> Self {
+        Placer {
+            client,
+            gate,
+            label,
+            store,
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            in_flight: FuturesUnordered::new(),
+            busy: HashSet::new(),
+            deferred: HashSet::new(),
+            written: HashMap::new(),
+            failed: Vec::new(),
+            parked: HashSet::new(),
         }
-    };
+    }
+
+    /// Queues an object for a decision from the store, or, while a
+    /// request of its own is in flight, for one after the answer.
+    fn enqueue(&mut self, key: Ref<K>) {
+        if self.busy.contains(&key) {
+            self.deferred.insert(key);
+        } else if self.queued.insert(key.clone()) {
+            self.queue.push_back(key);
+        }
+    }
+
+    /// Every cached object: the view changed.
+    fn offer_all(&mut self) {
+        for object in self.store.state() {
+            self.enqueue(ObjectRef::from_obj(object.as_ref()));
+        }
+    }
+
+    fn answered(&mut self, key: Ref<K>, answer: Answer) {
+        self.busy.remove(&key);
+        match answer {
+            Some(version) => {
+                self.written.insert(key.clone(), version);
+                self.gate.stats.relabels.fetch_add(1, Relaxed);
+            }
+            None => {
+                self.written.remove(&key);
+                self.failed.push(key.clone());
+            }
+        }
+        if self.deferred.remove(&key) {
+            self.enqueue(key);
+        }
+    }
+
+    fn retry_failed(&mut self) {
+        for key in std::mem::take(&mut self.failed) {
+            self.enqueue(key);
+        }
+    }
+
+    /// Sends label requests for queued objects, up to the bound. While a
+    /// replica of another configuration may own our objects, nothing is
+    /// relabelled; while a handover is under way, only objects without a
+    /// label are placed (the view may still change; relabelling waits for
+    /// the ring to settle, so a burst of joins moves each object once).
+    fn start(&mut self) {
+        if !self.gate.refused().is_empty() {
+            return;
+        }
+        let settled = self.gate.settled() && !self.gate.behind();
+        if settled && !self.parked.is_empty() {
+            for key in std::mem::take(&mut self.parked) {
+                self.enqueue(key);
+            }
+        }
+        let view = self.gate.target();
+        while self.busy.len() < PLACEMENTS_IN_FLIGHT {
+            let Some(object) = self.queue.pop_front() else {
+                break;
+            };
+            self.queued.remove(&object);
+            let Some(cached) = self.store.get(&object) else {
+                self.written.remove(&object);
+                continue;
+            };
+            let key = format!(
+                "{}/{}",
+                cached.namespace().unwrap_or_default(),
+                cached.name_any()
+            );
+            let Some(owner) = view.owner(&key) else {
+                continue;
+            };
+            let current = cached.labels().get(&self.label);
+            if current.map(String::as_str) == Some(owner) {
+                self.written.remove(&object);
+                continue;
+            }
+            if current.is_some() && !settled {
+                self.parked.insert(object);
+                continue;
+            }
+            let version = cached.resource_version().unwrap_or_default();
+            if self.written.get(&object) == Some(&version) {
+                continue;
+            }
+            self.busy.insert(object.clone());
+            let request = self.request(&cached, owner.to_owned(), key);
+            self.in_flight.push(Box::pin(async move {
+                (object, request.await.then_some(version))
+            }));
+        }
+    }
+
+    /// Merge-patches `label: owner` onto `object`.
+    fn request(
+        &self,
+        object: &PartialObjectMeta<K>,
+        owner: String,
+        key: String,
+    ) -> BoxFuture<'static, bool> {
+        let resource = ApiResource::erase::<K>(&());
+        let namespace = object.namespace();
+        let api: Api<DynamicObject> = match &namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        // A map key alone in a merge patch: concurrent writers' other labels
+        // and finalizers are untouched; the uid keeps it off a recreated object.
+        let patch =
+            json!({"metadata": {"uid": object.uid(), "labels": {self.label.clone(): owner}}});
+        let name = object.name_any();
+        Box::pin(async move {
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => true,
+                Err(error) => {
+                    tracing::debug!(%error, object = %key, "labelling an object with its shard failed");
+                    false
+                }
+            }
+        })
+    }
 }

@@ -15,6 +15,7 @@ pub(crate) struct ShardStats {
     pub(crate) drain_micros_last: AtomicU64,
     pub(crate) drains: AtomicU64,
     pub(crate) relabels: AtomicU64,
+    pub(crate) refused_members: AtomicU64,
 }
 
 impl ShardStats {
@@ -50,6 +51,12 @@ impl ShardStats {
                 "counter",
                 "Objects this replica labelled with their shard as the sharder (label mode).",
                 self.relabels.load(Relaxed),
+            ),
+            (
+                "concord_shard_refused_members",
+                "gauge",
+                "Live Leases of this ring's name whose configuration differs and whose scope overlaps ours; while any, this replica reconciles nothing.",
+                self.refused_members.load(Relaxed),
             ),
             (
                 "concord_shard_drains_total",

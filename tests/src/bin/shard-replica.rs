@@ -1,11 +1,12 @@
 //! One replica of a small Argo-like operator, run as its own process by the
 //! `sharding_locked` test: two code paths each record their own finalizer
 //! once on every ConfigMap labelled `shard-test/ready`, through whatever
-//! strategy `--config` names (`locked` in the test). On SIGTERM it stops
+//! strategy `--config` names (`locked` unsharded, `strict` sharded; `locked`
+//! with `--shards` is refused at start-up). On SIGTERM it stops
 //! gracefully and prints its metrics.
 //!
 //! ```text
-//! shard-replica --kubeconfig KUBECONFIG --namespace NS --config locked.yaml --shards hash --leader-election-namespace NS
+//! shard-replica --kubeconfig KUBECONFIG --namespace NS --config strict.yaml --shards hash --leader-election-namespace NS
 //! ```
 
 use std::sync::Arc;

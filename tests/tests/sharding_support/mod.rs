@@ -1,5 +1,7 @@
 //! What the sharding tests share: a reconcile recorder, replicas on short
 //! leases, and checks over who owned and reconciled which key.
+// Each test binary that includes this module uses part of it.
+#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -21,9 +23,16 @@ use tokio::task::JoinHandle;
 /// was dropped).
 #[derive(Clone, Debug)]
 pub(crate) struct Span {
-    replica: usize,
-    start: Instant,
-    end: Instant,
+    pub(crate) replica: usize,
+    pub(crate) start: Instant,
+    pub(crate) end: Instant,
+}
+
+impl Span {
+    /// Whether this reconcile started after `instant`.
+    pub(crate) fn start_after(&self, instant: Instant) -> bool {
+        self.start > instant
+    }
 }
 
 pub(crate) type Log = Arc<Mutex<HashMap<String, Vec<Span>>>>;
@@ -38,10 +47,10 @@ pub(crate) struct Recorder {
 
 /// Records the span when the reconcile ends, including when it is aborted.
 pub(crate) struct Open {
-    replica: usize,
-    key: String,
-    start: Instant,
-    log: Log,
+    pub(crate) replica: usize,
+    pub(crate) key: String,
+    pub(crate) start: Instant,
+    pub(crate) log: Log,
 }
 
 impl Drop for Open {
@@ -94,7 +103,6 @@ pub(crate) struct Replica {
     pub(crate) stop: concord::ShutdownHandle,
 }
 
-// ANCHOR: replica
 pub(crate) async fn replica(
     client: Client,
     namespace: &str,
@@ -111,7 +119,39 @@ pub(crate) async fn replica_in(
     index: usize,
     log: &Log,
 ) -> Result<Replica> {
-    let args = ManagerArgs::new().with_shards(mode, namespace);
+    let deployment = Deployment {
+        mode,
+        leases: namespace,
+        watched: namespace,
+        ring: None,
+    };
+    replica_of(&deployment, client, index, log).await
+}
+
+// ANCHOR: replica
+/// What tells one deployment of the test binary from another.
+pub(crate) struct Deployment<'a> {
+    pub(crate) mode: ShardingMode,
+    /// `--leader-election-namespace`: where the membership Leases live.
+    pub(crate) leases: &'a str,
+    /// The namespace its controller watches.
+    pub(crate) watched: &'a str,
+    /// `--shard-ring`, if given.
+    pub(crate) ring: Option<&'a str>,
+}
+
+/// One replica of `deployment`, recording its reconciles as replica `index`.
+pub(crate) async fn replica_of(
+    deployment: &Deployment<'_>,
+    client: Client,
+    index: usize,
+    log: &Log,
+) -> Result<Replica> {
+    let mut args = ManagerArgs::new().with_shards(deployment.mode, deployment.leases);
+    if let Some(ring) = deployment.ring {
+        args = args.with_shard_ring(ring);
+    }
+    let namespace = deployment.watched;
     let mut manager = Manager::builder("sharding-test")
         .with_client(client.clone())
         .with_args(args)
@@ -133,7 +173,16 @@ pub(crate) async fn replica_in(
 // ANCHOR_END: replica
 
 pub(crate) async fn create_config_maps(api: &Api<ConfigMap>, n: usize) -> Result<Vec<String>> {
-    let names: Vec<String> = (0..n).map(|i| format!("cm-{i}")).collect();
+    create_config_maps_named(api, "cm", n).await
+}
+
+/// Creates `n` ConfigMaps `<prefix>-0` … and returns their names.
+pub(crate) async fn create_config_maps_named(
+    api: &Api<ConfigMap>,
+    prefix: &str,
+    n: usize,
+) -> Result<Vec<String>> {
+    let names: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
     let results: Vec<Result<()>> = futures::stream::iter(names.clone())
         .map(|name| {
             let api = api.clone();
