@@ -5,6 +5,8 @@
 //! ```text
 //! cargo test -p concord-tests --test framework_table_warnings
 //! ```
+#![allow(clippy::expect_used)]
+
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 

@@ -6,6 +6,8 @@
 //! ```text
 //! cargo test -p concord-tests --test guarded
 //! ```
+#![allow(clippy::expect_used)]
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
