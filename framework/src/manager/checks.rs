@@ -10,7 +10,7 @@ use crate::{Error, ManagerArgs};
 ///
 /// A handover moves an object from one replica to another while a write
 /// the old owner sent just before its fence may still be in flight. A
-/// write whose precondition the server checks (`strict`, `update`,
+/// write whose precondition the server checks (`strict`, `update`, `guarded`,
 /// `apply`) is refused if it would overwrite the new owner's; `locked`
 /// orders writes inside one process only, so across a handover it is no
 /// better than `lax`, and an operator that chose it believed otherwise.
@@ -34,7 +34,7 @@ pub(super) fn check_sharding(args: &ManagerArgs, config: &Config) -> Result<(), 
         return Err(Error::ShardingConfig(format!(
             "--shards={} and the `locked` strategy together: `locked` orders writes inside one process only, \
              and during a handover a write the previous owner sent before its lease ran out can still land \
-             after the new owner's, so nothing would order them; choose `strict`, `update` or `apply` for {}",
+             after the new owner's, so nothing would order them; choose `strict`, `update`, `guarded` or `apply` for {}",
             args.shards,
             locked.join("; ")
         )));
@@ -46,7 +46,7 @@ pub(super) fn check_sharding(args: &ManagerArgs, config: &Config) -> Result<(), 
             cells = %lax.join("; "),
             "the `lax` strategy with --shards: a write the previous owner sent just before a handover \
              can land after the new owner's and overwrite it (and `lax` never protected against other \
-             controllers); `strict`, `update` and `apply` are safe across a handover"
+             controllers); `strict`, `update`, `guarded` and `apply` are safe across a handover"
         );
     }
     Ok(())
