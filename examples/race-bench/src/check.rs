@@ -4,11 +4,11 @@ use crate::stats::Verdict;
 use crate::{Report, Scenario};
 
 /// Whether `strategy` must never lose or give up a write in `scenario`:
-/// `strict`, `update` and `apply` always; `locked` in `argo`, where all
-/// writers share one process.
+/// `strict`, `update`, `apply` and `guarded` always; `locked` in `argo`,
+/// where all writers share one process.
 pub(crate) fn must_be_safe(strategy: &str, scenario: Scenario) -> bool {
     let strategy = strategy.strip_prefix("manager-").unwrap_or(strategy);
-    matches!(strategy, "strict" | "update" | "apply")
+    matches!(strategy, "strict" | "update" | "apply" | "guarded")
         || (strategy == "locked" && scenario == Scenario::Argo)
 }
 
