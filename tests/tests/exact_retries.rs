@@ -17,7 +17,7 @@ use serde_json::json;
 mod exact_support;
 mod strategies_support;
 
-use exact_support::{Gadgets, create};
+use exact_support::{Gadgets, clear_finalizers, create};
 use strategies_support::{FOREIGN, OURS, policy};
 
 /// The copies of `name` among the object's finalizers.
@@ -85,9 +85,7 @@ async fn a_retried_finalizer_add_stores_one_copy() -> anyhow::Result<()> {
             "{name}"
         );
         assert_eq!(copies(&stored, FOREIGN), 1, "{name}");
-        let clear = json!({"metadata": {"finalizers": null}});
-        raw.patch(&object, &PatchParams::default(), &Patch::Merge(clear))
-            .await?;
+        clear_finalizers(&raw, &object).await?;
     }
     Ok(())
 }
@@ -127,9 +125,7 @@ async fn a_removal_leaves_no_copy_of_the_finalizer() -> anyhow::Result<()> {
             stored.metadata.finalizers
         );
         assert_eq!(copies(&stored, FOREIGN), 1, "{name}");
-        let clear = json!({"metadata": {"finalizers": null}});
-        raw.patch(&object, &PatchParams::default(), &Patch::Merge(clear))
-            .await?;
+        clear_finalizers(&raw, &object).await?;
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 mod exact_support;
 mod strategies_support;
 
-use exact_support::{Gadgets, create};
+use exact_support::{Gadgets, clear_finalizers, create};
 use strategies_support::{FOREIGN, OURS, policy};
 
 /// Before our first request, another writer sends `patch`.
@@ -101,9 +101,7 @@ async fn a_foreign_finalizer_survives_a_removal_from_a_pod_in_one_request() -> a
             written.outcome
         );
         assert_eq!(written.outcome.conflicts, 0, "{name}");
-        let clear = json!({"metadata": {"finalizers": null}});
-        raw.patch(name, &PatchParams::default(), &Patch::Merge(clear))
-            .await?;
+        clear_finalizers(&raw, name).await?;
     }
     Ok(())
 }
@@ -140,9 +138,7 @@ async fn a_foreign_finalizer_survives_a_removal_from_a_custom_resource() -> anyh
             "{name}: {:?}",
             written.outcome
         );
-        let clear = json!({"metadata": {"finalizers": null}});
-        raw.patch(name, &PatchParams::default(), &Patch::Merge(clear))
-            .await?;
+        clear_finalizers(&raw, name).await?;
     }
     Ok(())
 }
@@ -358,9 +354,7 @@ async fn a_recreated_object_is_never_written() -> anyhow::Result<()> {
     let pod = strategies_support::pod("recreated", &[OURS])?;
     pods.create(&PostParams::default(), &pod).await?;
     let observed = raw.get("recreated").await?;
-    let clear = json!({"metadata": {"finalizers": null}});
-    raw.patch("recreated", &PatchParams::default(), &Patch::Merge(clear))
-        .await?;
+    clear_finalizers(&raw, "recreated").await?;
     pods.delete("recreated", &DeleteParams::default().grace_period(0))
         .await?;
     let mut wait = 0;
@@ -389,12 +383,7 @@ async fn a_recreated_object_is_never_written() -> anyhow::Result<()> {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::ObjectRecreated { .. }), "{err:?}");
-    raw.patch(
-        "recreated",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await?;
+    clear_finalizers(&raw, "recreated").await?;
 
     // A custom resource: the JSON patch tests the uid.
     let Gadgets { resource, raw, .. } = Gadgets::new().await?;

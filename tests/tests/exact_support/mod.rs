@@ -207,3 +207,11 @@ impl Gadgets {
         })
     }
 }
+
+/// Drop every finalizer of `name`, so that its namespace can go.
+pub(crate) async fn clear_finalizers(api: &Api<DynamicObject>, name: &str) -> anyhow::Result<()> {
+    let clear = json!({"metadata": {"finalizers": null}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(clear))
+        .await?;
+    Ok(())
+}
