@@ -10,7 +10,7 @@ use kube::core::ApiResource;
 use serde::{Deserialize, Serialize};
 
 use super::ShardingMode;
-use super::member::sanitize;
+use super::names::sanitize;
 use super::ring::fingerprint;
 
 /// The version of the membership protocol (the Lease layout and the

@@ -17,20 +17,12 @@ use tokio::sync::watch;
 
 use super::config::RingConfig;
 use super::gate::{Peer, ShardGate};
-use super::ring::{View, member_id};
+use super::names::{
+    ACKED_ANNOTATION, CONFIG_ANNOTATION, MEMBER_LABEL, RING_LABEL, V1_MANAGER_LABEL, lease_name,
+    sanitize,
+};
+use super::ring::View;
 use crate::{Error, LeaderElectionConfig};
-
-/// Label on every membership Lease: the ring it belongs to.
-pub(crate) const RING_LABEL: &str = "shard.concord.dev/ring";
-/// Label on a membership Lease of ring version 1: the manager's name
-/// (read only, to refuse sharing a ring with such a replica).
-pub(crate) const V1_MANAGER_LABEL: &str = "shard.concord.dev/manager";
-/// Label on every membership Lease: the member id.
-pub(crate) const MEMBER_LABEL: &str = "shard.concord.dev/member";
-/// Annotation on every membership Lease: the view it acknowledged.
-pub(crate) const ACKED_ANNOTATION: &str = "shard.concord.dev/acked";
-/// Annotation on every membership Lease: the [`RingConfig`] of its replica.
-pub(crate) const CONFIG_ANNOTATION: &str = "shard.concord.dev/config";
 
 /// One replica's membership in the ring of a sharded manager.
 pub(crate) struct Membership {
@@ -501,54 +493,5 @@ enum Kinship {
 
 /// Resolves once `done` is true (or its sender is gone).
 async fn stopped(done: &mut watch::Receiver<bool>) {
-    while !*done.borrow_and_update() {
-        if done.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// The membership Lease name of `member` under `prefix` (the ring's).
-pub(crate) fn lease_name(prefix: &str, member: &str) -> String {
-    format!("{prefix}-{member}")
-}
-
-/// `name` made a valid label value and Lease name prefix: lowercase
-/// letters, digits and `-`, at most 40 characters.
-pub(crate) fn sanitize(name: &str) -> String {
-    let mapped: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .take(40)
-        .collect();
-    let trimmed = mapped.trim_matches('-');
-    if trimmed.is_empty() {
-        "concord".into()
-    } else {
-        trimmed.to_owned()
-    }
-}
-
-/// The member id of the replica whose identity is `identity`.
-pub(crate) fn id_of(identity: &str) -> String {
-    member_id(identity)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn manager_names_become_valid_lease_names() {
-        assert_eq!(sanitize("Argo_Cleanup"), "argo-cleanup");
-        assert_eq!(sanitize("__"), "concord");
-        assert!(sanitize(&"x".repeat(100)).len() <= 40);
-        assert_eq!(lease_name("a-1234abcd", "0123"), "a-1234abcd-0123");
-    }
+    let _ = done.wait_for(|done| *done).await;
 }

@@ -15,6 +15,7 @@ mod handle;
 pub(crate) mod hooks;
 mod member;
 mod mode;
+mod names;
 mod ring;
 mod sharder;
 mod stats;
@@ -76,7 +77,7 @@ pub(crate) fn explain(
         ring.ring,
         config::RING_VERSION,
         ring.ring_id(),
-        member::RING_LABEL,
+        names::RING_LABEL,
         ring.ring_id(),
         config.lease_duration,
         config.renew_deadline,
@@ -121,7 +122,7 @@ impl Sharding {
         identity: String,
         timings: LeaderElectionConfig,
     ) -> Self {
-        let me = member::id_of(&identity);
+        let me = names::id_of(&identity);
         Sharding {
             gate: Arc::new(ShardGate::new(me)),
             mode,
