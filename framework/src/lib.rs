@@ -9,6 +9,7 @@
 //! | [`Reconciler`] | the author's logic for one resource type |
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
+//! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
 //! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |
 //! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
@@ -37,12 +38,15 @@ mod object;
 mod rbac;
 mod reconciler;
 mod sharding;
+mod task;
 mod writes;
 
 pub mod webhook;
 
 #[doc(inline)]
 pub use args::ManagerArgs;
+#[doc(inline)]
+pub use cache::{CacheTrim, LAST_APPLIED};
 #[doc(inline)]
 pub use client::{ClientCounters, throttle_aware_client};
 #[doc(inline)]

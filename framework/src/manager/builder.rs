@@ -14,7 +14,7 @@ use crate::http::{bind, parse_bind};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{self, Sharding};
 use crate::writes::WriteRegistry;
-use crate::{ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client};
+use crate::{CacheTrim, ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client};
 
 /// Builds a [`Manager`]: flags, the author's feature gates, optionally a
 /// client of the caller's making.
@@ -29,6 +29,7 @@ pub struct ManagerBuilder {
     signals: bool,
     grace: Duration,
     reread_wait: Duration,
+    cache_trim: CacheTrim,
     // Webhooks (framework/src/webhook): served beside the controllers.
     webhooks: Option<crate::webhook::Webhooks>,
 }
@@ -103,6 +104,17 @@ impl ManagerBuilder {
     /// modes" in the book.
     pub fn with_reread_wait(mut self, wait: Duration) -> Self {
         self.reread_wait = wait;
+        self
+    }
+
+    /// What the shared watch caches drop from each object before storing
+    /// it (default [`CacheTrim::default`]: `managedFields` and the
+    /// last-applied annotation, each kept for a resource whose strategies
+    /// read it). [`CacheTrim::NONE`] keeps objects whole, for reconcilers
+    /// that read either field from [`Context::cached`](crate::Context::cached)
+    /// or the object they are given.
+    pub fn with_cache_trim(mut self, trim: CacheTrim) -> Self {
+        self.cache_trim = trim;
         self
     }
 
@@ -299,6 +311,7 @@ impl ManagerBuilder {
             leader: self.leader,
             signals: self.signals,
             grace: self.grace,
+            cache_trim: self.cache_trim,
         })
     }
 }
@@ -328,6 +341,7 @@ impl Manager {
             signals: true,
             grace: Duration::from_secs(30),
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
+            cache_trim: CacheTrim::default(),
             webhooks: None,
         }
     }

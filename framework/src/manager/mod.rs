@@ -15,9 +15,10 @@ use kube::runtime::events::Recorder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::controller::{Backoff, Pending, Shared, Source, pending};
+use crate::controller::{Backoff, Shared, Source, pending};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
+use crate::task::Task;
 use crate::writes::WriteRegistry;
 use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
 
@@ -61,12 +62,13 @@ pub struct Manager {
     recorder: Recorder,
     metrics_listener: Option<TcpListener>,
     health_listener: Option<TcpListener>,
-    controllers: Vec<Pending>,
+    controllers: Vec<Task>,
     shutdown: Arc<watch::Sender<bool>>,
     ready: Arc<AtomicBool>,
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    cache_trim: crate::CacheTrim,
     sharding: Option<Sharding>,
     webhook_server: Option<crate::webhook::WebhookServer>,
 }
@@ -197,7 +199,14 @@ impl Manager {
             // One watch and one store per type, scope and selector, shared
             // by every controller (and re-read) that needs the same objects.
             let config = crate::sharding::hooks::watcher_config(None);
-            let (cache, watch) = self.writes.caches().shared(&api, config);
+            let row = self
+                .config
+                .strategies()
+                .for_resource(&crate::writes::resource_key(
+                    &kube::core::ApiResource::erase::<K>(&()),
+                ));
+            let trim = self.cache_trim.for_row(&row);
+            let (cache, watch) = self.writes.caches().shared(&api, config, trim);
             if let Some(watch) = watch {
                 self.controllers.push(watch);
             }

@@ -6,6 +6,17 @@
 //! The manager opens one watch per cache, not per controller: controllers
 //! added for the same `Api<K>` scope and watch configuration (the sharding
 //! gate's label selector included) subscribe to the same stream.
+//!
+//! Objects are stored trimmed ([`CacheTrim`], `trim.rs`), and each
+//! subscriber takes them from a queue that holds each object once
+//! (`queue.rs`). The cache knows nothing of controllers: it hands out
+//! queues and the task that drives the watch.
+
+mod queue;
+mod trim;
+
+pub(crate) use queue::Announced;
+pub use trim::{CacheTrim, LAST_APPLIED};
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -15,7 +26,6 @@ use std::time::Duration;
 
 use concord_strategies::{FreshCopies, Observed, cached_copy, is_newer};
 use futures::StreamExt;
-use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -24,34 +34,38 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
 
+use self::queue::{Announcer, queue};
 use crate::Object;
-use crate::controller::Pending;
+use crate::task::Task;
 
 /// The shared cache of one resource type, scope and watch configuration.
 ///
-/// The watch feeds the store and hands each applied object to every
-/// subscribed controller over its own unbounded channel, as the object
-/// itself: a controller never looks an announced object up in the store
-/// (where a deletion in between would swallow the announcement), and a slow
-/// controller never holds the watch back.
+/// The watch feeds the store (each object trimmed first) and announces each
+/// applied object to every subscriber's queue, as the object itself: a
+/// controller never looks an announced object up in the store (where a
+/// deletion in between would swallow the announcement), and a slow
+/// controller never holds the watch back — nor makes the queue grow past
+/// one entry per object.
 pub(crate) struct SharedCache<K: Object> {
     api: Api<K>,
     config: watcher::Config,
+    trim: CacheTrim,
     reader: Store<K>,
     /// Taken by the task that drives the watch when the manager runs.
     writer: Mutex<Option<reflector::store::Writer<K>>>,
-    /// One sender per subscribed controller.
-    subscribers: Mutex<Vec<UnboundedSender<Arc<K>>>>,
+    /// One queue per subscriber.
+    subscribers: Mutex<Vec<Announcer<K>>>,
     /// Woken after every watch event the store applied.
     changed: Arc<Notify>,
 }
 
 impl<K: Object> SharedCache<K> {
-    fn new(api: Api<K>, config: watcher::Config) -> Self {
+    fn new(api: Api<K>, config: watcher::Config, trim: CacheTrim) -> Self {
         let writer = reflector::store::Writer::<K>::default();
         SharedCache {
             api,
             config,
+            trim,
             reader: writer.as_reader(),
             writer: Mutex::new(Some(writer)),
             subscribers: Mutex::new(Vec::new()),
@@ -69,17 +83,17 @@ impl<K: Object> SharedCache<K> {
         &self.api
     }
 
-    /// A stream of the objects the watch applies, for one controller
+    /// A stream of the objects the watch applies, for one subscriber
     /// (subscribed before the manager starts the watch, so it sees every
     /// object from the first list on).
-    pub(crate) fn subscribe(&self) -> UnboundedReceiver<Arc<K>> {
-        let (sender, receiver) = unbounded();
-        lock(&self.subscribers).push(sender);
-        receiver
+    pub(crate) fn subscribe(&self) -> Announced<K> {
+        let (announcer, announced) = queue();
+        lock(&self.subscribers).push(announcer);
+        announced
     }
 
     /// The task driving the shared watch until shutdown.
-    fn driver(self: Arc<Self>) -> Pending {
+    fn driver(self: Arc<Self>) -> Task {
         Box::new(move |mut shutdown: signal::Receiver<bool>| {
             Box::pin(async move {
                 let writer = self
@@ -90,8 +104,10 @@ impl<K: Object> SharedCache<K> {
                 let Some(writer) = writer else {
                     return;
                 };
+                let trim = self.trim;
                 let events = watcher(self.api.clone(), self.config.clone())
                     .default_backoff()
+                    .modify(move |object: &mut K| trim.apply(object))
                     .reflect(writer)
                     .for_each(|event| {
                         match event {
@@ -99,9 +115,8 @@ impl<K: Object> SharedCache<K> {
                                 watcher::Event::Apply(object) | watcher::Event::InitApply(object),
                             ) => {
                                 let object = Arc::new(object);
-                                // A stopped controller has dropped its receiver.
-                                lock(&self.subscribers)
-                                    .retain(|s| s.unbounded_send(object.clone()).is_ok());
+                                // A stopped subscriber has dropped its queue.
+                                lock(&self.subscribers).retain(|s| s.announce(object.clone()));
                             }
                             Ok(_) => {}
                             Err(error) => tracing::debug!(%error, "shared watch"),
@@ -179,6 +194,7 @@ struct Entry {
     resource: ApiResource,
     url: String,
     config: watcher::Config,
+    trim: CacheTrim,
     cache: Arc<dyn Any + Send + Sync>,
     copies: Arc<dyn Lookup>,
 }
@@ -196,30 +212,32 @@ impl fmt::Debug for Caches {
 }
 
 impl Caches {
-    /// The cache of `api`'s scope watched with `config`, and, when it is
-    /// new, the task that drives its watch.
+    /// The cache of `api`'s scope watched with `config` and stored trimmed
+    /// by `trim`, and, when it is new, the task that drives its watch.
     pub(crate) fn shared<K: Object>(
         &self,
         api: &Api<K>,
         config: watcher::Config,
-    ) -> (Arc<SharedCache<K>>, Option<Pending>) {
+        trim: CacheTrim,
+    ) -> (Arc<SharedCache<K>>, Option<Task>) {
         let mut entries = self
             .entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let url = api.resource_url().to_owned();
-        let found = entries
-            .iter()
-            .find(|e| e.type_id == TypeId::of::<K>() && e.url == url && e.config == config);
+        let found = entries.iter().find(|e| {
+            e.type_id == TypeId::of::<K>() && e.url == url && e.config == config && e.trim == trim
+        });
         if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
             return (cache, None);
         }
-        let cache = Arc::new(SharedCache::new(api.clone(), config.clone()));
+        let cache = Arc::new(SharedCache::new(api.clone(), config.clone(), trim));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
             resource: ApiResource::erase::<K>(&()),
             url,
             config,
+            trim,
             cache: cache.clone(),
             copies: cache.clone(),
         });
