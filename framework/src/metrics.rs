@@ -3,10 +3,10 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use concord_strategies::{LATENCY_BUCKETS, Verb};
+use concord_featuregates::StrategyName;
+use concord_strategies::{LATENCY_BUCKETS, Verb, WriteMetrics};
 
 use crate::ClientCounters;
-use crate::writes::WriteRegistry;
 
 /// Counters of one controller's reconciles.
 #[derive(Debug, Default)]
@@ -17,10 +17,17 @@ pub(crate) struct ReconcileCounters {
     pub(crate) seconds_micros: AtomicU64,
 }
 
+/// Where the metrics read the write counters from (the manager's write
+/// registry), so that the metrics know nothing of how writers are built.
+pub(crate) trait WriteSeries: Send + Sync + std::fmt::Debug {
+    /// Every (resource, strategy) that has a writer, with its counters.
+    fn series(&self) -> Vec<((String, StrategyName), Arc<WriteMetrics>)>;
+}
+
 /// The manager's metrics, rendered in the Prometheus text format.
 #[derive(Debug)]
 pub struct Metrics {
-    writes: Arc<WriteRegistry>,
+    writes: Arc<dyn WriteSeries>,
     reconciles: Mutex<BTreeMap<String, Arc<ReconcileCounters>>>,
     leader: AtomicU64,
     client: Arc<ClientCounters>,
@@ -29,7 +36,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub(crate) fn new(writes: Arc<WriteRegistry>, client: Arc<ClientCounters>) -> Self {
+    pub(crate) fn new(writes: Arc<dyn WriteSeries>, client: Arc<ClientCounters>) -> Self {
         Metrics {
             writes,
             reconciles: Mutex::new(BTreeMap::new()),
@@ -156,7 +163,7 @@ impl Metrics {
     }
 
     fn render_writes(&self, out: &mut String) {
-        let all = self.writes.all_metrics();
+        let all = self.writes.series();
         let snapshots: Vec<_> = all
             .iter()
             .map(|((r, s), m)| (r.as_str(), s.as_str(), m.snapshot()))

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::cache::{CachedCopies, Caches};
+use crate::metrics::WriteSeries;
 
 /// The writers of one resource type, one per [`Operation`], resolved from
 /// the strategy table once, when a controller or context is built.
@@ -159,9 +160,10 @@ impl WriteRegistry {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+}
 
-    /// Every (resource, strategy) that has a writer, with its counters.
-    pub(crate) fn all_metrics(&self) -> Vec<((String, StrategyName), Arc<WriteMetrics>)> {
+impl WriteSeries for WriteRegistry {
+    fn series(&self) -> Vec<((String, StrategyName), Arc<WriteMetrics>)> {
         let metrics = self
             .metrics
             .lock()

@@ -149,13 +149,19 @@ fn is_k8s_openapi_type<K: 'static>() -> bool {
 }
 
 /// `observed` as JSON, with apiVersion and kind filled in from the target
-/// if the typed form omits them.
+/// if the typed form omits them (or names the metadata-only wire type).
 fn to_json<K: Serialize>(target: &Target, observed: &K) -> Result<Value, Error> {
     let mut value = serde_json::to_value(observed).map_err(|source| Error::Convert {
         object: ObjectKey::new(target.resource.plural.clone(), None, "?"),
         source,
     })?;
     if let Value::Object(map) = &mut value {
+        // A metadata-only copy (`PartialObjectMeta<K>`, read through the
+        // metadata API) names its own wire type: the object is the target's.
+        if map.get("kind").and_then(Value::as_str) == Some("PartialObjectMetadata") {
+            map.remove("apiVersion");
+            map.remove("kind");
+        }
         if !map.contains_key("apiVersion") {
             map.insert(
                 "apiVersion".into(),

@@ -114,7 +114,18 @@ impl<K: Object> SharedCache<K> {
                             Ok(
                                 watcher::Event::Apply(object) | watcher::Event::InitApply(object),
                             ) => {
-                                let object = Arc::new(object);
+                                // The store's own copy, so that a queued
+                                // announcement costs no second copy. During
+                                // a (re)list the store still holds the old
+                                // state: the event's copy goes instead.
+                                let object = self
+                                    .reader
+                                    .get(&ObjectRef::from_obj(&object))
+                                    .filter(|stored| {
+                                        stored.resource_version() == object.resource_version()
+                                            && stored.uid() == object.uid()
+                                    })
+                                    .unwrap_or_else(|| Arc::new(object));
                                 // A stopped subscriber has dropped its queue.
                                 lock(&self.subscribers).retain(|s| s.announce(object.clone()));
                             }
@@ -191,6 +202,9 @@ pub(crate) struct Caches {
 
 struct Entry {
     type_id: TypeId,
+    /// The cache holds metadata only (`PartialObjectMeta<_>`): never a
+    /// fresh copy for a write, whose mutation may read the rest.
+    partial: bool,
     resource: ApiResource,
     url: String,
     config: watcher::Config,
@@ -234,6 +248,7 @@ impl Caches {
         let cache = Arc::new(SharedCache::new(api.clone(), config.clone(), trim));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
+            partial: K::metadata_api(),
             resource: ApiResource::erase::<K>(&()),
             url,
             config,
@@ -264,7 +279,7 @@ impl Caches {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         entries
             .iter()
-            .filter(|e| same_resource(&e.resource, resource))
+            .filter(|e| !e.partial && same_resource(&e.resource, resource))
             .map(|e| e.copies.clone())
             .collect()
     }

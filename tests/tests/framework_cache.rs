@@ -1,0 +1,370 @@
+//! The shared cache on the real control plane: what it leaves out of the
+//! objects it stores (and that writes from those copies still lose
+//! nothing), its coalescing queue under a slow reconciler, and
+//! metadata-only controllers.
+//!
+//! ```text
+//! cargo test -p concord-tests --test framework_cache
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use concord::{
+    Action, CacheTrim, Context, LAST_APPLIED, Manager, ManagerArgs, Mutation, Reconciler,
+    WriteError,
+};
+use concord_testenv::TestEnv;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
+use serde_json::json;
+
+const SEEN: &str = "cache.concord.dev/seen";
+
+fn yaml(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "concord-framework-cache-{}-{name}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A manager whose every write goes through `strategy`.
+async fn manager(client: kube::Client, strategy: &str, trim: CacheTrim) -> Manager {
+    let config = yaml(strategy, &format!("strategies:\n  default: {strategy}\n"));
+    Manager::builder("framework-cache-test")
+        .with_client(client)
+        .with_args(ManagerArgs::new().with_config(&config))
+        .with_signal_handling(false)
+        .with_cache_trim(trim)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Polls `check` every 100 ms for up to `limit`.
+async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// What the reconciler was handed: whether it carried managed fields and
+/// the last-applied annotation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Handed {
+    managed_fields: bool,
+    last_applied: bool,
+}
+
+/// Labels each ConfigMap with a typed closure and remembers what it was
+/// handed.
+struct Labeller(Arc<Mutex<Option<Handed>>>);
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Labeller {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        if cm.labels().contains_key(SEEN) {
+            return Ok(Action::await_change());
+        }
+        *self.0.lock().unwrap() = Some(Handed {
+            managed_fields: cm.metadata.managed_fields.is_some(),
+            last_applied: cm.annotations().contains_key(LAST_APPLIED),
+        });
+        let label = Mutation::typed(|cm: &mut ConfigMap| {
+            cm.metadata
+                .labels
+                .get_or_insert_default()
+                .insert(SEEN.into(), "yes".into());
+        });
+        ctx.write(&cm, label).await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// The managers named in `object`'s managed fields.
+fn managers(object: &ConfigMap) -> Vec<String> {
+    let mut names: Vec<String> = object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|entry| entry.manager.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+// ANCHOR: trim
+#[tokio::test]
+async fn the_cache_leaves_out_managed_fields_and_last_applied_and_writes_keep_both() -> Result<()> {
+    let env = TestEnv::shared()?;
+    // (strategy, trim, handed managed fields?, handed the annotation?)
+    let cases = [
+        ("strict", CacheTrim::default(), false, false),
+        ("guarded", CacheTrim::default(), false, false),
+        // `update` sends whole objects: the annotation stays in its cache.
+        ("update", CacheTrim::default(), false, true),
+        ("strict", CacheTrim::NONE, true, true),
+    ];
+    for (strategy, trim, managed_fields, last_applied) in cases {
+        let ns = env.namespace().await?;
+        let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+        let applied = r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"big":"yes"}}"#;
+        let created = maps
+            .create(
+                &PostParams {
+                    field_manager: Some("kubectl-client-side-apply".into()),
+                    ..PostParams::default()
+                },
+                &serde_json::from_value(json!({
+                    "metadata": {"name": "settings", "annotations": {LAST_APPLIED: applied, "team": "a"}},
+                    "data": {"big": "yes"},
+                }))?,
+            )
+            .await?;
+        let mut manager = manager(ns.client(), strategy, trim).await;
+        let handed = Arc::new(Mutex::new(None));
+        manager.add_controller("configmaps", maps.clone(), Labeller(handed.clone()), |c| c);
+        let stop = manager.shutdown_handle();
+        let running = tokio::spawn(manager.run());
+        let labelled = eventually(Duration::from_secs(30), || async {
+            maps.get("settings")
+                .await
+                .is_ok_and(|cm| cm.labels().contains_key(SEEN))
+        })
+        .await;
+        stop.shutdown();
+        running.await??;
+        assert!(labelled, "{strategy}: the ConfigMap was never labelled");
+        let stored = maps.get("settings").await?;
+        assert_eq!(
+            stored.annotations().get(LAST_APPLIED).map(String::as_str),
+            Some(applied),
+            "{strategy}: the last-applied annotation survived the write"
+        );
+        assert_eq!(
+            stored.annotations().get("team").map(String::as_str),
+            Some("a")
+        );
+        let before = managers(&created);
+        let after = managers(&stored);
+        assert!(
+            before.iter().all(|m| after.contains(m)),
+            "{strategy}: managed fields kept: {before:?} → {after:?}"
+        );
+        assert_eq!(
+            *handed.lock().unwrap(),
+            Some(Handed {
+                managed_fields,
+                last_applied
+            }),
+            "{strategy} ({trim:?}): what the reconciler was handed"
+        );
+    }
+    Ok(())
+}
+// ANCHOR_END: trim
+
+/// Sleeps in every reconcile, recording the resourceVersions it saw.
+struct Slow(Arc<Mutex<HashMap<String, Vec<u64>>>>);
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Slow {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        let version = cm
+            .resource_version()
+            .unwrap_or_default()
+            .parse()
+            .unwrap_or(0);
+        self.0
+            .lock()
+            .unwrap()
+            .entry(cm.name_any())
+            .or_default()
+            .push(version);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test]
+async fn a_slow_controller_still_reconciles_every_object_at_its_final_version() -> Result<()> {
+    const OBJECTS: usize = 20;
+    const UPDATES: usize = 25;
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let mut manager = manager(ns.client(), "strict", CacheTrim::default()).await;
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    manager.add_controller("configmaps", maps.clone(), Slow(seen.clone()), |c| c);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let names: Vec<String> = (0..OBJECTS).map(|i| format!("burst-{i}")).collect();
+    for name in &names {
+        maps.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name}}))?,
+        )
+        .await?;
+    }
+    // Every object changes UPDATES times while its reconciles take 300 ms.
+    let updates =
+        futures::stream::iter((0..UPDATES).flat_map(|n| names.iter().map(move |name| (n, name))))
+            .map(|(n, name)| {
+                let maps = maps.clone();
+                async move {
+                    let patch = json!({"data": {"n": n.to_string()}});
+                    maps.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .map(|_| ())
+                }
+            })
+            .buffer_unordered(8)
+            .collect::<Vec<_>>()
+            .await;
+    updates.into_iter().collect::<Result<Vec<()>, _>>()?;
+
+    let mut finals = BTreeMap::new();
+    for name in &names {
+        let stored = maps.get(name).await?;
+        finals.insert(
+            name.clone(),
+            stored.resource_version().unwrap().parse::<u64>()?,
+        );
+    }
+    let caught_up = eventually(Duration::from_secs(60), || async {
+        let seen = seen.lock().unwrap();
+        finals
+            .iter()
+            .all(|(name, last)| seen.get(name).and_then(|v| v.last()) == Some(last))
+    })
+    .await;
+    stop.shutdown();
+    running.await??;
+    let seen = seen.lock().unwrap();
+    assert!(
+        caught_up,
+        "some object was never reconciled at its final version: {finals:?} vs {seen:?}"
+    );
+    for (name, versions) in seen.iter() {
+        assert!(
+            versions.windows(2).all(|w| w[0] <= w[1]),
+            "{name} was reconciled at an older version after a newer one: {versions:?}"
+        );
+    }
+    let reconciles: usize = seen.values().map(Vec::len).sum();
+    let events = OBJECTS * (UPDATES + 1);
+    assert!(
+        reconciles < events,
+        "{reconciles} reconciles for {events} changes: nothing was coalesced"
+    );
+    Ok(())
+}
+
+/// Adds a finalizer and a label to Pods it sees only the metadata of.
+struct MetadataOnly;
+
+#[concord::async_trait]
+impl Reconciler<PartialObjectMeta<Pod>> for MetadataOnly {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        pod: Arc<PartialObjectMeta<Pod>>,
+        ctx: &Context<PartialObjectMeta<Pod>>,
+    ) -> Result<Action, WriteError> {
+        let written = ctx.add_finalizer(&pod, "cache.concord.dev/hold").await?;
+        let pod = written.object.unwrap_or_else(|| pod.as_ref().clone());
+        ctx.set_label(&pod, SEEN, "yes").await?;
+        Ok(Action::await_change())
+    }
+}
+
+// ANCHOR: metadata
+#[tokio::test]
+async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result<()> {
+    let env = TestEnv::shared()?;
+    for strategy in ["strict", "guarded", "update", "lax"] {
+        let ns = env.namespace().await?;
+        let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+        let created = pods
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": "web-0", "finalizers": ["other.example.com/keep"]},
+                    "spec": {"containers": [{"name": "main", "image": "registry.invalid/web:1"}]},
+                }))?,
+            )
+            .await?;
+        let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
+        let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
+        manager.add_controller("pod-metadata", metadata, MetadataOnly, |c| c);
+        let stop = manager.shutdown_handle();
+        let running = tokio::spawn(manager.run());
+        let done = eventually(Duration::from_secs(30), || async {
+            pods.get("web-0")
+                .await
+                .is_ok_and(|p| p.labels().contains_key(SEEN))
+        })
+        .await;
+        stop.shutdown();
+        running.await??;
+        let stored = pods.get("web-0").await?;
+        assert!(done, "{strategy}: the Pod was never labelled: {stored:?}");
+        let mut finalizers = stored.finalizers().to_vec();
+        finalizers.sort();
+        assert_eq!(
+            finalizers,
+            ["cache.concord.dev/hold", "other.example.com/keep"],
+            "{strategy}: both finalizers (in either order)"
+        );
+        assert_eq!(
+            stored.spec, created.spec,
+            "{strategy}: the spec is untouched"
+        );
+        assert_eq!(
+            stored.status, created.status,
+            "{strategy}: the status is untouched"
+        );
+        pods.patch(
+            "web-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await?;
+    }
+    Ok(())
+}
+// ANCHOR_END: metadata
