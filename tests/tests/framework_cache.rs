@@ -40,11 +40,13 @@ fn yaml(name: &str, text: &str) -> PathBuf {
 /// A manager whose every write goes through `strategy`.
 async fn manager(client: kube::Client, strategy: &str, trim: CacheTrim) -> Manager {
     let config = yaml(strategy, &format!("strategies:\n  default: {strategy}\n"));
+    // ANCHOR: trim
     Manager::builder("framework-cache-test")
         .with_client(client)
         .with_args(ManagerArgs::new().with_config(&config))
         .with_signal_handling(false)
         .with_cache_trim(trim)
+        // ANCHOR_END: trim
         .build()
         .await
         .unwrap()
@@ -119,7 +121,6 @@ fn managers(object: &ConfigMap) -> Vec<String> {
     names
 }
 
-// ANCHOR: trim
 #[tokio::test]
 async fn the_cache_leaves_out_managed_fields_and_last_applied_and_writes_keep_both() -> Result<()> {
     let env = TestEnv::shared()?;
@@ -188,7 +189,6 @@ async fn the_cache_leaves_out_managed_fields_and_last_applied_and_writes_keep_bo
     }
     Ok(())
 }
-// ANCHOR_END: trim
 
 /// Sleeps in every reconcile, recording the resourceVersions it saw.
 struct Slow(Arc<Mutex<HashMap<String, Vec<u64>>>>);
@@ -293,6 +293,7 @@ async fn a_slow_controller_still_reconciles_every_object_at_its_final_version() 
     Ok(())
 }
 
+// ANCHOR: metadata_reconciler
 /// Adds a finalizer and a label to Pods it sees only the metadata of.
 struct MetadataOnly;
 
@@ -311,8 +312,8 @@ impl Reconciler<PartialObjectMeta<Pod>> for MetadataOnly {
         Ok(Action::await_change())
     }
 }
+// ANCHOR_END: metadata_reconciler
 
-// ANCHOR: metadata
 #[tokio::test]
 async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result<()> {
     let env = TestEnv::shared()?;
@@ -329,8 +330,10 @@ async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result
             )
             .await?;
         let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
+        // ANCHOR: metadata
         let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
         manager.add_controller("pod-metadata", metadata, MetadataOnly, |c| c);
+        // ANCHOR_END: metadata
         let stop = manager.shutdown_handle();
         let running = tokio::spawn(manager.run());
         let done = eventually(Duration::from_secs(30), || async {
@@ -367,4 +370,3 @@ async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result
     }
     Ok(())
 }
-// ANCHOR_END: metadata

@@ -176,6 +176,15 @@ impl Manager {
     /// their writes' re-reads after a conflict. A sharded manager
     /// (`--shards`) still opens a watch per controller, and its contexts
     /// have no cache.
+    ///
+    /// The cache stores objects trimmed by the builder's
+    /// [`CacheTrim`](crate::CacheTrim) (by default without `managedFields`
+    /// and the last-applied annotation, each kept where the resource's
+    /// strategies read it). For a controller that reads only metadata, pass
+    /// an `Api<PartialObjectMeta<K>>` (kube's metadata type): the watch and
+    /// the cache then hold `ObjectMeta` only, and writes still go to `K`
+    /// through its strategies.
+    ///
     /// `customize` gets the kube-runtime [`Controller`] to add owned and
     /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
     /// limit (`.with_config(..)`).
