@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
-use crate::cache::SharedCache;
+use crate::cache::{CacheTrim, SharedCache};
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
@@ -172,7 +173,7 @@ pub(crate) enum Source<K: Object> {
     Shared(Arc<SharedCache<K>>),
     /// A watch of its own through this `Api` (sharded managers; see
     /// `Manager::add_controller`).
-    Own(Box<Api<K>>),
+    Own(Box<Api<K>>, CacheTrim),
 }
 
 pub(crate) fn pending<K, R, F>(source: Source<K>, shared: Arc<Shared<K, R>>, customize: F) -> Task
@@ -185,7 +186,7 @@ where
     // controller sees every object from the first list on.
     let source = match source {
         Source::Shared(cache) => Ok((cache.subscribe(), cache)),
-        Source::Own(api) => Err(*api),
+        Source::Own(api, trim) => Err((*api, trim)),
     };
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let (controller, api) = match source {
@@ -193,9 +194,15 @@ where
                 Controller::for_shared_stream(objects, cache.reader()),
                 cache.api().clone(),
             ),
-            Err(api) => {
+            Err((api, trim)) => {
+                // As `Controller::new`, with the objects trimmed before
+                // they are stored, as in the shared cache.
                 let config = shard::watcher_config(shared.shard.as_ref());
-                (Controller::new(api.clone(), config), api)
+                let (reader, writer) = reflector::store();
+                let events =
+                    watcher(api.clone(), config).modify(move |object: &mut K| trim.apply(object));
+                let objects = reflector::reflector(writer, events).applied_objects();
+                (Controller::for_stream(objects, reader), api)
             }
         };
         shared.backoff.watch_store(controller.store());

@@ -199,22 +199,23 @@ impl Manager {
         }
         let shard = self.sharding.as_ref().map(Sharding::gate);
         let mut context = self.context::<K>();
+        // What the cache leaves out, after what this resource's strategies read.
+        let row = self
+            .config
+            .strategies()
+            .for_resource(&crate::writes::resource_key(
+                &kube::core::ApiResource::erase::<K>(&()),
+            ));
+        let trim = self.cache_trim.for_row(&row);
         let source = if shard.is_some() {
             // Sharded: a watch per controller, as before the shared cache;
             // with the shared stream, a crashed replica's keys were not
             // picked up by the survivors (tests/tests/sharding.rs).
-            Source::Own(Box::new(api))
+            Source::Own(Box::new(api), trim)
         } else {
             // One watch and one store per type, scope and selector, shared
             // by every controller (and re-read) that needs the same objects.
             let config = crate::sharding::hooks::watcher_config(None);
-            let row = self
-                .config
-                .strategies()
-                .for_resource(&crate::writes::resource_key(
-                    &kube::core::ApiResource::erase::<K>(&()),
-                ));
-            let trim = self.cache_trim.for_row(&row);
             let (cache, watch) = self.writes.caches().shared(&api, config, trim);
             if let Some(watch) = watch {
                 self.controllers.push(watch);
