@@ -10,6 +10,7 @@
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
+//! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
 //! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |
 //! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
@@ -39,6 +40,7 @@ mod rbac;
 mod reconciler;
 mod sharding;
 mod task;
+mod view;
 mod writes;
 
 pub mod webhook;

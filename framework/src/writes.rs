@@ -131,7 +131,7 @@ impl WriteRegistry {
             let target = Target::new(self.client.clone(), resource.clone())
                 .with_field_manager(self.field_manager.clone())
                 .with_metrics(self.metrics_for(&label, choice.strategy))
-                .with_fresh_copies(Arc::new(CachedCopies::new(
+                .with_fresh_copies(Arc::new(CachedCopies::new::<K>(
                     self.caches.clone(),
                     resource.clone(),
                 )))

@@ -370,3 +370,99 @@ async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result
     }
     Ok(())
 }
+
+// ANCHOR: view
+/// A Pod as this controller reads it: metadata and phase, nothing else.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct PodPhase {
+    metadata: kube::core::ObjectMeta,
+    status: Option<Phase>,
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Phase {
+    phase: Option<String>,
+}
+
+concord::view!(PodPhase, of = Pod);
+
+/// Labels each Pod with its phase, through a typed closure on the view.
+struct PhaseLabeller;
+
+#[concord::async_trait]
+impl Reconciler<PodPhase> for PhaseLabeller {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        pod: Arc<PodPhase>,
+        ctx: &Context<PodPhase>,
+    ) -> Result<Action, WriteError> {
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "Unknown".into());
+        let label = Mutation::typed(move |pod: &mut PodPhase| {
+            pod.metadata
+                .labels
+                .get_or_insert_default()
+                .insert("phase".into(), phase.clone());
+        });
+        ctx.write(&pod, label).await?;
+        Ok(Action::await_change())
+    }
+}
+// ANCHOR_END: view
+
+#[tokio::test]
+async fn a_view_controller_writes_what_it_changed_and_nothing_else() -> Result<()> {
+    let env = TestEnv::shared()?;
+    for strategy in ["strict", "guarded", "update", "lax"] {
+        let ns = env.namespace().await?;
+        let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+        let created = pods
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": "web-0", "labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "main", "image": "registry.invalid/web:1"}]},
+                }))?,
+            )
+            .await?;
+        let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
+        let views: Api<PodPhase> = Api::namespaced(ns.client(), ns.name());
+        manager.add_controller("pod-phase", views, PhaseLabeller, |c| c);
+        let stop = manager.shutdown_handle();
+        let running = tokio::spawn(manager.run());
+        let done = eventually(Duration::from_secs(30), || async {
+            pods.get("web-0")
+                .await
+                .is_ok_and(|p| p.labels().contains_key("phase"))
+        })
+        .await;
+        stop.shutdown();
+        running.await??;
+        let stored = pods.get("web-0").await?;
+        assert!(done, "{strategy}: the Pod was never labelled: {stored:?}");
+        assert_eq!(
+            stored.labels().get("phase").map(String::as_str),
+            Some("Pending"),
+            "{strategy}"
+        );
+        assert_eq!(
+            stored.labels().get("app").map(String::as_str),
+            Some("web"),
+            "{strategy}"
+        );
+        assert_eq!(
+            stored.spec, created.spec,
+            "{strategy}: the spec the view lacks is untouched"
+        );
+        assert_eq!(
+            stored.status, created.status,
+            "{strategy}: the status is untouched"
+        );
+    }
+    Ok(())
+}

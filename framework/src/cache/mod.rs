@@ -202,9 +202,6 @@ pub(crate) struct Caches {
 
 struct Entry {
     type_id: TypeId,
-    /// The cache holds metadata only (`PartialObjectMeta<_>`): never a
-    /// fresh copy for a write, whose mutation may read the rest.
-    partial: bool,
     resource: ApiResource,
     url: String,
     config: watcher::Config,
@@ -248,7 +245,6 @@ impl Caches {
         let cache = Arc::new(SharedCache::new(api.clone(), config.clone(), trim));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
-            partial: K::metadata_api(),
             resource: ApiResource::erase::<K>(&()),
             url,
             config,
@@ -272,14 +268,19 @@ impl Caches {
             .map(|cache| cache.reader())
     }
 
-    fn lookups(&self, resource: &ApiResource) -> Vec<Arc<dyn Lookup>> {
+    /// The caches that may serve a writer of `type_id` for `resource`:
+    /// those of the very same Rust type. A cache of another type of the
+    /// same resource (metadata only, `PartialObjectMeta<K>`, or a view
+    /// with fewer fields) holds copies the writer's mutation could read
+    /// missing fields from; it starts from its own type's copy or a `GET`.
+    fn lookups(&self, resource: &ApiResource, type_id: TypeId) -> Vec<Arc<dyn Lookup>> {
         let entries = self
             .entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         entries
             .iter()
-            .filter(|e| !e.partial && same_resource(&e.resource, resource))
+            .filter(|e| e.type_id == type_id && same_resource(&e.resource, resource))
             .map(|e| e.copies.clone())
             .collect()
     }
@@ -317,17 +318,25 @@ impl<K: Object> Lookup for SharedCache<K> {
     }
 }
 
-/// The fresh copies a writer of one resource re-reads from: whichever of the
-/// manager's caches of that resource holds the object (looked up at the
+/// The fresh copies a writer of one resource and Rust type re-reads from:
+/// whichever of the manager's caches of that resource and type holds the
+/// object (looked up at the
 /// time of the re-read, so controllers added after the writer count).
 pub(crate) struct CachedCopies {
     caches: Arc<Caches>,
     resource: ApiResource,
+    /// The Rust type the writer writes.
+    type_id: TypeId,
 }
 
 impl CachedCopies {
-    pub(crate) fn new(caches: Arc<Caches>, resource: ApiResource) -> Self {
-        CachedCopies { caches, resource }
+    /// The copies a writer of `K` for `resource` re-reads from.
+    pub(crate) fn new<K: 'static>(caches: Arc<Caches>, resource: ApiResource) -> Self {
+        CachedCopies {
+            caches,
+            resource,
+            type_id: TypeId::of::<K>(),
+        }
     }
 }
 
@@ -350,7 +359,7 @@ impl FreshCopies for CachedCopies {
         Box::pin(async move {
             let lookup = self
                 .caches
-                .lookups(&self.resource)
+                .lookups(&self.resource, self.type_id)
                 .into_iter()
                 .find(|l| l.holds(namespace, name))?;
             lookup.newer(namespace, name, than, wait).await
