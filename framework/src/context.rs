@@ -72,8 +72,8 @@ where
     /// per resource type, scope and watch selector, shared by every
     /// controller of that type and by the re-reads of writes after a
     /// conflict. `None` in a context made before any controller of `K` was
-    /// added, and in a sharded manager (`--shards`), whose controllers each
-    /// keep their own watch.
+    /// added. In a sharded manager (`--shards`) it holds what this
+    /// replica's shard selects (in `label` mode, its own shard only).
     ///
     /// The cache is as fresh as the watch: a copy may be a moment behind
     /// the API server (it never runs ahead of it).

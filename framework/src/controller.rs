@@ -5,14 +5,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
-use crate::cache::{CacheTrim, SharedCache};
+use crate::cache::SharedCache;
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
@@ -167,16 +165,11 @@ where
     Action::requeue(shared.backoff.failed(ObjectRef::from_obj(object.as_ref())))
 }
 
-/// Where a controller's objects come from.
-pub(crate) enum Source<K: Object> {
-    /// The manager's shared watch cache of `K`.
-    Shared(Arc<SharedCache<K>>),
-    /// A watch of its own through this `Api` (sharded managers; see
-    /// `Manager::add_controller`).
-    Own(Box<Api<K>>, CacheTrim),
-}
-
-pub(crate) fn pending<K, R, F>(source: Source<K>, shared: Arc<Shared<K, R>>, customize: F) -> Task
+pub(crate) fn pending<K, R, F>(
+    cache: Arc<SharedCache<K>>,
+    shared: Arc<Shared<K, R>>,
+    customize: F,
+) -> Task
 where
     K: Object,
     R: Reconciler<K>,
@@ -184,27 +177,10 @@ where
 {
     // Subscribed now, before the manager starts the shared watch, so the
     // controller sees every object from the first list on.
-    let source = match source {
-        Source::Shared(cache) => Ok((cache.subscribe(), cache)),
-        Source::Own(api, trim) => Err((*api, trim)),
-    };
+    let objects = cache.subscribe();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let (controller, api) = match source {
-            Ok((objects, cache)) => (
-                Controller::for_shared_stream(objects, cache.reader()),
-                cache.api().clone(),
-            ),
-            Err((api, trim)) => {
-                // As `Controller::new`, with the objects trimmed before
-                // they are stored, as in the shared cache.
-                let config = shard::watcher_config(shared.shard.as_ref());
-                let (reader, writer) = reflector::store();
-                let events =
-                    watcher(api.clone(), config).modify(move |object: &mut K| trim.apply(object));
-                let objects = reflector::reflector(writer, events).applied_objects();
-                (Controller::for_stream(objects, reader), api)
-            }
-        };
+        let controller = Controller::for_shared_stream(objects, cache.reader());
+        let api = cache.api().clone();
         shared.backoff.watch_store(controller.store());
         let controller = customize(controller);
         let controller = shard::attach(shared.shard.as_ref(), &api, controller);

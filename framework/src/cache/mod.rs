@@ -48,7 +48,7 @@ use crate::task::Task;
 /// one entry per object.
 pub(crate) struct SharedCache<K: Object> {
     api: Api<K>,
-    config: watcher::Config,
+    selection: Selection,
     trim: CacheTrim,
     reader: Store<K>,
     /// Taken by the task that drives the watch when the manager runs.
@@ -60,11 +60,11 @@ pub(crate) struct SharedCache<K: Object> {
 }
 
 impl<K: Object> SharedCache<K> {
-    fn new(api: Api<K>, config: watcher::Config, trim: CacheTrim) -> Self {
+    fn new(api: Api<K>, selection: Selection, trim: CacheTrim) -> Self {
         let writer = reflector::store::Writer::<K>::default();
         SharedCache {
             api,
-            config,
+            selection,
             trim,
             reader: writer.as_reader(),
             writer: Mutex::new(Some(writer)),
@@ -105,7 +105,7 @@ impl<K: Object> SharedCache<K> {
                     return;
                 };
                 let trim = self.trim;
-                let events = watcher(self.api.clone(), self.config.clone())
+                let events = watcher(self.api.clone(), self.selection.resolve())
                     .default_backoff()
                     .modify(move |object: &mut K| trim.apply(object))
                     .reflect(writer)
@@ -194,6 +194,49 @@ fn observed<K: Object>(object: &K) -> Option<Observed> {
     Some(cached_copy::<K>(json, &ApiResource::erase::<K>(&())))
 }
 
+/// Which objects a cache watches.
+#[derive(Clone)]
+pub(crate) enum Selection {
+    /// Those this configuration selects.
+    Fixed(watcher::Config),
+    /// Those the configuration `resolve` returns when the watch starts:
+    /// a sharded replica learns its selector only once it has joined its
+    /// ring, after its controllers were added. Caches of the same `name`
+    /// are one.
+    Deferred {
+        name: &'static str,
+        resolve: Arc<dyn Fn() -> watcher::Config + Send + Sync>,
+    },
+}
+
+impl Selection {
+    fn resolve(&self) -> watcher::Config {
+        match self {
+            Selection::Fixed(config) => config.clone(),
+            Selection::Deferred { resolve, .. } => resolve(),
+        }
+    }
+}
+
+impl PartialEq for Selection {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Selection::Fixed(a), Selection::Fixed(b)) => a == b,
+            (Selection::Deferred { name: a, .. }, Selection::Deferred { name: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Selection::Fixed(config) => write!(f, "{:?}", config.label_selector),
+            Selection::Deferred { name, .. } => write!(f, "{name}"),
+        }
+    }
+}
+
 /// The shared caches of one manager.
 #[derive(Default)]
 pub(crate) struct Caches {
@@ -204,7 +247,7 @@ struct Entry {
     type_id: TypeId,
     resource: ApiResource,
     url: String,
-    config: watcher::Config,
+    selection: Selection,
     trim: CacheTrim,
     cache: Arc<dyn Any + Send + Sync>,
     copies: Arc<dyn Lookup>,
@@ -217,18 +260,19 @@ impl fmt::Debug for Caches {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         f.debug_list()
-            .entries(entries.iter().map(|e| (&e.url, &e.config.label_selector)))
+            .entries(entries.iter().map(|e| (&e.url, &e.selection)))
             .finish()
     }
 }
 
 impl Caches {
-    /// The cache of `api`'s scope watched with `config` and stored trimmed
-    /// by `trim`, and, when it is new, the task that drives its watch.
+    /// The cache of `api`'s scope watched as `selection` says and stored
+    /// trimmed by `trim`, and, when it is new, the task that drives its
+    /// watch.
     pub(crate) fn shared<K: Object>(
         &self,
         api: &Api<K>,
-        config: watcher::Config,
+        selection: Selection,
         trim: CacheTrim,
     ) -> (Arc<SharedCache<K>>, Option<Task>) {
         let mut entries = self
@@ -237,17 +281,20 @@ impl Caches {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let url = api.resource_url().to_owned();
         let found = entries.iter().find(|e| {
-            e.type_id == TypeId::of::<K>() && e.url == url && e.config == config && e.trim == trim
+            e.type_id == TypeId::of::<K>()
+                && e.url == url
+                && e.selection == selection
+                && e.trim == trim
         });
         if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
             return (cache, None);
         }
-        let cache = Arc::new(SharedCache::new(api.clone(), config.clone(), trim));
+        let cache = Arc::new(SharedCache::new(api.clone(), selection.clone(), trim));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
             resource: ApiResource::erase::<K>(&()),
             url,
-            config,
+            selection,
             trim,
             cache: cache.clone(),
             copies: cache.clone(),

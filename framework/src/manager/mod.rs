@@ -15,7 +15,8 @@ use kube::runtime::events::Recorder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::controller::{Backoff, Shared, Source, pending};
+use crate::cache::Selection;
+use crate::controller::{Backoff, Shared, pending};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
@@ -173,9 +174,9 @@ impl Manager {
     /// Adds a controller for `K` listing and watching through `api`.
     /// Controllers of the same type, `api` scope and watch selector share
     /// one watch and one cache (see [`Context::cached`]), which also serves
-    /// their writes' re-reads after a conflict. A sharded manager
-    /// (`--shards`) still opens a watch per controller, and its contexts
-    /// have no cache.
+    /// their writes' re-reads after a conflict. In a sharded manager
+    /// (`--shards`) the cache holds what this replica's shard selects (in
+    /// `label` mode only its own shard's objects).
     ///
     /// The cache stores objects trimmed by the builder's
     /// [`CacheTrim`](crate::CacheTrim) (by default without `managedFields`
@@ -207,22 +208,25 @@ impl Manager {
                 &kube::core::ApiResource::erase::<K>(&()),
             ));
         let trim = self.cache_trim.for_row(&row);
-        let source = if shard.is_some() {
-            // Sharded: a watch per controller, as before the shared cache;
-            // with the shared stream, a crashed replica's keys were not
-            // picked up by the survivors (tests/tests/sharding.rs).
-            Source::Own(Box::new(api), trim)
-        } else {
-            // One watch and one store per type, scope and selector, shared
-            // by every controller (and re-read) that needs the same objects.
-            let config = crate::sharding::hooks::watcher_config(None);
-            let (cache, watch) = self.writes.caches().shared(&api, config, trim);
-            if let Some(watch) = watch {
-                self.controllers.push(watch);
+        // One watch and one store per type, scope and selection, shared by
+        // every controller (and re-read) that needs the same objects. A
+        // sharded replica's selection (in `label` mode, its shard's label)
+        // is known only once it has joined its ring, when the watch starts.
+        let selection = match &shard {
+            None => Selection::Fixed(crate::sharding::hooks::watcher_config(None)),
+            Some(gate) => {
+                let gate = gate.clone();
+                Selection::Deferred {
+                    name: "shard",
+                    resolve: Arc::new(move || crate::sharding::hooks::watcher_config(Some(&gate))),
+                }
             }
-            context = context.with_store(cache.reader());
-            Source::Shared(cache)
         };
+        let (cache, watch) = self.writes.caches().shared(&api, selection, trim);
+        if let Some(watch) = watch {
+            self.controllers.push(watch);
+        }
+        context = context.with_store(cache.reader());
         let shared = Arc::new(Shared {
             reconciler,
             context,
@@ -231,6 +235,6 @@ impl Manager {
             name: name.to_owned(),
             shard,
         });
-        self.controllers.push(pending(source, shared, customize));
+        self.controllers.push(pending(cache, shared, customize));
     }
 }
