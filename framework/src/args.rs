@@ -37,7 +37,11 @@ pub struct ManagerArgs {
     pub leader_elect: bool,
     /// Name of the leader-election Lease; defaults to the operator's name
     /// (the name given to `Manager::builder`), so two operators never share one.
-    #[arg(long = "leader-election-id", default_value = "", hide_default_value = true)]
+    #[arg(
+        long = "leader-election-id",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub leader_election_id: String,
     /// Namespace of the leader-election Lease; defaults to the pod's namespace, else `default`.
     #[arg(long = "leader-election-namespace")]
