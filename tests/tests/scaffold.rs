@@ -27,6 +27,7 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -290,6 +291,7 @@ async fn the_getting_started_script_runs_as_the_book_shows_it() -> Result<()> {
     assert_eq!(rbac[1]["kind"], "ClusterRole");
     assert!(grants(&rbac[1], "tidegauges").contains(&"watch".to_owned()));
 
+    operator_help_matches_the_book()?;
     dry_run_deploy(env, &project.join("deploy")).await?;
     let built = Instant::now();
     build_as_the_dockerfile_does(&project, &home, &install_root)?;
@@ -297,6 +299,26 @@ async fn the_getting_started_script_runs_as_the_book_shows_it() -> Result<()> {
         "session {:.1?}, release build as the Dockerfile does {:.1?}",
         transcript.took,
         built.elapsed()
+    );
+    Ok(())
+}
+
+/// The book's "Operator flags and environment" shows the `--help` of the
+/// book's `demo`: the help of the operator this session built, under the
+/// book's name. `CONCORD_BLESS=1` rewrites the page's copy.
+fn operator_help_matches_the_book() -> Result<()> {
+    let binary = target_dir().join("debug/harbor-watch");
+    let output = Command::new(&binary).arg("--help").output()?;
+    ensure!(output.status.success(), "{} --help", binary.display());
+    let help = String::from_utf8(output.stdout)?.replace("harbor-watch", "demo");
+    let page = workspace().join("book/src/operator-flags/help.txt");
+    if std::env::var_os("CONCORD_BLESS").is_some() {
+        std::fs::write(&page, &help)?;
+    }
+    ensure!(
+        std::fs::read_to_string(&page).unwrap_or_default() == help,
+        "{} is stale: CONCORD_BLESS=1 cargo test -p concord-tests --test scaffold",
+        page.display()
     );
     Ok(())
 }
