@@ -6,13 +6,13 @@
 //! cargo test -p concord-tests --test leader_election_defaults
 //! ```
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use clap::Parser;
-use concord::{Action, Context, Manager, ManagerArgs, Reconciler};
+use concord::{Manager, ManagerArgs};
 use concord_testenv::TestEnv;
+use concord_tests::Idle;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
@@ -22,22 +22,6 @@ use kube::api::Api;
 struct Cli {
     #[command(flatten)]
     manager: ManagerArgs,
-}
-
-/// Does nothing: a manager runs while it has a controller.
-struct Idle;
-
-#[concord::async_trait]
-impl Reconciler<ConfigMap> for Idle {
-    type Error = std::convert::Infallible;
-
-    async fn reconcile(
-        &self,
-        _object: Arc<ConfigMap>,
-        _ctx: &Context<ConfigMap>,
-    ) -> Result<Action, Self::Error> {
-        Ok(Action::await_change())
-    }
 }
 
 #[tokio::test]
