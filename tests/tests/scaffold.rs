@@ -157,12 +157,6 @@ struct Transcript {
 }
 
 impl Transcript {
-    /// The lines after the first one containing `from`.
-    fn after(&self, from: &str) -> &[String] {
-        let at = self.lines.iter().position(|l| l.contains(from));
-        at.map_or(&[], |at| &self.lines[at + 1..])
-    }
-
     fn has(&self, text: &str) -> bool {
         self.lines.iter().any(|l| l.contains(text))
     }
@@ -257,13 +251,22 @@ async fn the_getting_started_script_runs_as_the_book_shows_it() -> Result<()> {
     // Both kinds were reconciled by `cargo run -- --dev`, and the
     // generated test passed.
     assert!(transcript.has("every_sample_becomes_ready_and_is_cleaned_up ... ok"));
-    // The second `generate` changed nothing.
-    let after_first = transcript.after("generate: wrote deploy/crds.yaml");
+    // The first `generate` wrote deploy/, the second changed nothing.
+    let second = transcript
+        .lines
+        .iter()
+        .position(|l| l == "generate: nothing to change")
+        .context("the second generate reports nothing to change")?;
     assert!(
-        after_first
+        transcript.lines[..second]
             .iter()
-            .any(|l| l == "generate: nothing to change")
-            && !after_first.iter().any(|l| l.starts_with("generate: wrote")),
+            .any(|l| l == "generate: wrote deploy/crds.yaml"),
+        "the first generate wrote deploy/crds.yaml"
+    );
+    assert!(
+        !transcript.lines[second..]
+            .iter()
+            .any(|l| l.starts_with("generate: wrote")),
         "a second generate changes nothing"
     );
     // `explain` printed the strategy table of config/concord.yaml.
