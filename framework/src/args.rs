@@ -35,8 +35,13 @@ pub struct ManagerArgs {
     /// Run controllers only while holding the leader-election Lease.
     #[arg(long = "leader-elect")]
     pub leader_elect: bool,
-    /// Name of the leader-election Lease.
-    #[arg(long = "leader-election-id", default_value = "concord-operator")]
+    /// Name of the leader-election Lease; defaults to the operator's name
+    /// (the name given to `Manager::builder`), so two operators never share one.
+    #[arg(
+        long = "leader-election-id",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub leader_election_id: String,
     /// Namespace of the leader-election Lease; defaults to the pod's namespace, else `default`.
     #[arg(long = "leader-election-namespace")]
@@ -76,7 +81,6 @@ impl ManagerArgs {
             feature_gates: String::new(),
             metrics_bind_address: "0".into(),
             health_probe_bind_address: "0".into(),
-            leader_election_id: "concord-operator".into(),
             webhook_bind_address: ":9443".into(),
             webhook_cert_dir: "/tmp/k8s-webhook-server/serving-certs".into(),
             ..Default::default()
@@ -160,7 +164,9 @@ impl ManagerArgs {
         self
     }
 
-    /// The shard ring's name: `--shard-ring`, else `--leader-election-id`.
+    /// The shard ring's name: `--shard-ring`, else `--leader-election-id`
+    /// (empty until [`Manager::builder`](crate::Manager::builder) fills in
+    /// the operator's name).
     pub fn shard_ring_name(&self) -> &str {
         self.shard_ring
             .as_deref()

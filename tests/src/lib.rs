@@ -1,3 +1,26 @@
 //! concord's integration tests. The tests are in `tests/`, one binary per
 //! concern, each starting one real control plane (see `kube-concord-testenv`);
-//! this library is empty and exists only because a package needs a target.
+//! this library holds what several of them share.
+
+use std::sync::Arc;
+
+use concord::{Action, Context, Reconciler};
+use k8s_openapi::api::core::v1::ConfigMap;
+
+/// A reconciler that does nothing: a manager runs (and holds its Lease)
+/// while it has a controller.
+#[derive(Debug, Default)]
+pub struct Idle;
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Idle {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        _object: Arc<ConfigMap>,
+        _ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
+        Ok(Action::await_change())
+    }
+}

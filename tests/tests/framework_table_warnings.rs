@@ -11,7 +11,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use concord::{Action, Context, FeatureRegistry, Manager, ManagerArgs, Reconciler};
+use concord::{FeatureRegistry, Manager, ManagerArgs};
+use concord_tests::Idle;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -27,20 +28,6 @@ impl Write for Lines {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-struct Idle;
-
-#[concord::async_trait]
-impl Reconciler<ConfigMap> for Idle {
-    type Error = std::convert::Infallible;
-    async fn reconcile(
-        &self,
-        _object: Arc<ConfigMap>,
-        _ctx: &Context<ConfigMap>,
-    ) -> Result<Action, Self::Error> {
-        Ok(Action::await_change())
     }
 }
 

@@ -225,8 +225,9 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     for i in 0..3 {
         replicas.push(replica_in(ShardingMode::Label, env.client()?, ns.name(), i, &log).await?);
     }
-    // The ring is named after --leader-election-id (its default here).
-    let label = "shard.concord.dev/concord-operator";
+    // The ring is named after --leader-election-id, whose default is the
+    // manager's name.
+    let label = "shard.concord.dev/sharding-test";
     // Each replica's cache holds exactly the objects it owns, and every
     // object carries its owner's member id.
     let cached_own_shard = |replicas: &[Replica]| {

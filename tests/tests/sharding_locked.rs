@@ -158,7 +158,7 @@ async fn run(shards: &str, strategy: &str) -> Result<Outcome> {
             let leases = leases.clone();
             async move {
                 let list = leases
-                    .list(&ListParams::default().labels("shard.concord.dev/ring=concord-operator"))
+                    .list(&ListParams::default().labels("shard.concord.dev/ring=argo-shard"))
                     .await?;
                 Ok(list.items.len() == 3
                     && list.items.iter().all(|l| {

@@ -38,7 +38,7 @@ async fn foreign_member(
 ) -> Result<()> {
     let config = json!({
         "version": 2,
-        "ring": "concord-operator",
+        "ring": "sharding-test",
         "manager": "sharding-test",
         "mode": mode,
         "scope": [scope],
@@ -48,7 +48,7 @@ async fn foreign_member(
         "metadata": {
             "name": name,
             "labels": {
-                "shard.concord.dev/ring": "concord-operator",
+                "shard.concord.dev/ring": "sharding-test",
                 "shard.concord.dev/member": "00000000deadbeef",
             },
             "annotations": {
@@ -97,7 +97,7 @@ async fn two_deployments_of_one_binary_keep_their_own_objects_and_ignore_another
     // namespace: its Lease claims an hour, and it never renews again.
     foreign_member(
         &leases,
-        "concord-operator-0123abcd-00000000deadbeef",
+        "sharding-test-0123abcd-00000000deadbeef",
         "hash",
         "v1/ConfigMap@an-earlier-run",
         3600,
@@ -240,7 +240,7 @@ async fn a_live_replica_of_another_configuration_on_the_same_objects_stops_the_r
 
     // A replica of the same ring name in `label` mode on the same objects
     // (a rollout that changed --shards): it may own any of them.
-    let foreign = "concord-operator-0badc0de-00000000deadbeef";
+    let foreign = "sharding-test-0badc0de-00000000deadbeef";
     foreign_member(
         &leases,
         foreign,
@@ -291,7 +291,7 @@ async fn a_live_replica_of_another_configuration_on_the_same_objects_stops_the_r
     let overlapping = overlaps(&log);
     ensure!(overlapping.is_empty(), "overlaps: {overlapping:?}");
     let left = leases
-        .list(&ListParams::default().labels("shard.concord.dev/ring=concord-operator"))
+        .list(&ListParams::default().labels("shard.concord.dev/ring=sharding-test"))
         .await?;
     ensure!(left.items.len() == 2, "{} Leases", left.items.len());
     for r in &replicas {

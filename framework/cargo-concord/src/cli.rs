@@ -75,10 +75,19 @@ pub struct InitArgs {
     /// makes the group ships.DOMAIN.
     #[arg(long, default_value = "example.com")]
     pub domain: String,
-    /// Depend on a local concord checkout at DIR instead of the published
-    /// crates (for developing concord itself).
-    #[arg(long, value_name = "DIR")]
+    /// Depend on the concord checkout at DIR (path dependencies; the
+    /// project starts from its Cargo.lock). Default: the checkout this
+    /// cargo-concord was installed from (`cargo install --path` or
+    /// `--git`), while it exists; else the published crates of this
+    /// version.
+    #[arg(long, value_name = "DIR", group = "concord")]
     pub concord_path: Option<PathBuf>,
+    /// Depend on concord from this git repository.
+    #[arg(long, value_name = "URL", group = "concord")]
+    pub concord_git: Option<String>,
+    /// Depend on this version of the published crates (kube-concord).
+    #[arg(long, value_name = "VERSION", group = "concord")]
+    pub concord_version: Option<String>,
     /// Where to create the project; it must not exist. Default: ./NAME.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -165,9 +174,10 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Init(args) => {
             let made = init::init(&args)?;
             println!(
-                "created {} ({} files). Next:\n  cd {}\n  cargo concord create api --group ships --version v1 --kind Frigate\n  cargo run -- --dev\n  cargo test",
+                "created {} ({} files), depending on {}. Next:\n  cd {}\n  cargo concord create api --group ships --version v1 --kind Frigate\n  cargo run -- --dev\n  cargo test",
                 made.dir.display(),
                 made.files.len(),
+                made.source.describe(),
                 made.dir.display()
             );
         }

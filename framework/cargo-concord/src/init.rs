@@ -1,10 +1,11 @@
 //! `cargo concord init`: a new operator project.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::cli::InitArgs;
 use crate::files::{FileSet, render};
 use crate::project::{self, Project};
+use crate::source::ConcordSource;
 use crate::{Error, deploy, names};
 
 /// What `init` made.
@@ -14,6 +15,8 @@ pub struct Made {
     pub dir: PathBuf,
     /// The files written, relative to `dir`, sorted.
     pub files: Vec<PathBuf>,
+    /// Where the project gets concord from.
+    pub source: ConcordSource,
 }
 
 const TEMPLATES: &[(&str, &str)] = &[
@@ -44,7 +47,6 @@ const TEMPLATES: &[(&str, &str)] = &[
         "deploy/deployment.yaml",
         include_str!("../templates/init/deployment.yaml"),
     ),
-    ("Dockerfile", include_str!("../templates/init/Dockerfile")),
     (
         ".dockerignore",
         include_str!("../templates/init/dockerignore"),
@@ -54,14 +56,16 @@ const TEMPLATES: &[(&str, &str)] = &[
 ];
 
 const CARGO_TOML: &str = include_str!("../templates/init/Cargo.toml.tmpl");
+const DOCKERFILE: &str = include_str!("../templates/init/Dockerfile");
 
 /// Creates the project of `args`.
 ///
 /// # Errors
 ///
-/// [`Error::InvalidName`] for a bad name or domain,
-/// [`Error::NotAConcordCheckout`], [`Error::AlreadyExists`] when the
-/// directory exists, [`Error::Io`]. On any error nothing is left behind.
+/// [`Error::InvalidName`] for a bad name, domain, `--concord-git` or
+/// `--concord-version`, [`Error::NotAConcordCheckout`],
+/// [`Error::AlreadyExists`] when the directory exists, [`Error::Io`]. On
+/// any error nothing is left behind.
 pub fn init(args: &InitArgs) -> Result<Made, Error> {
     names::check_project_name(&args.name)?;
     names::check_subdomain("--domain", &args.domain)?;
@@ -72,7 +76,8 @@ pub fn init(args: &InitArgs) -> Result<Made, Error> {
     if dir.exists() {
         return Err(Error::AlreadyExists(dir));
     }
-    let deps = dependencies(args.concord_path.as_deref())?;
+    let source = ConcordSource::of(args)?;
+    let deps = source.dependencies();
     let project = Project::new(&args.name, &args.domain);
     let krate = args.name.replace('-', "_");
     let values = [
@@ -84,6 +89,10 @@ pub fn init(args: &InitArgs) -> Result<Made, Error> {
     ];
     let mut files = FileSet::default();
     files.add("Cargo.toml", render(CARGO_TOML, &values));
+    files.add("Dockerfile", dockerfile(&source, &args.name));
+    if let Some(lock) = source.lock_file()? {
+        files.add("Cargo.lock", lock);
+    }
     for (path, template) in TEMPLATES {
         files.add(*path, render(template, &values));
     }
@@ -99,30 +108,35 @@ pub fn init(args: &InitArgs) -> Result<Made, Error> {
     Ok(Made {
         dir,
         files: files.paths(),
+        source,
     })
 }
 
-/// The `[dependencies]` lines naming concord: the published crates, or a
-/// local checkout.
-fn dependencies(concord_path: Option<&Path>) -> Result<String, Error> {
-    let version = env!("CARGO_PKG_VERSION");
-    let Some(path) = concord_path else {
-        return Ok(format!(
-            "kube-concord = \"{version}\"\nkube-concord-testenv = \"{version}\""
-        ));
+/// The `Dockerfile`: a project on a checkout brings it in as the named
+/// build context `concord`, copied to the path its `Cargo.toml` names.
+fn dockerfile(source: &ConcordSource, name: &str) -> String {
+    let (command, copy) = match source {
+        ConcordSource::Checkout(root) => {
+            let root = root.display();
+            (
+                format!(
+                    "#   docker build --build-context concord={root} -t {name}:0.1.0 .\n\
+                     # This project depends on the concord checkout at {root}: the build\n\
+                     # context `concord` brings it in, at the path Cargo.toml names."
+                ),
+                format!("COPY --from=concord . {root}\n"),
+            )
+        }
+        ConcordSource::Git(_) | ConcordSource::Registry(_) => {
+            (format!("#   docker build -t {name}:0.1.0 ."), String::new())
+        }
     };
-    let root = path
-        .canonicalize()
-        .map_err(|_| Error::NotAConcordCheckout(path.to_path_buf()))?;
-    let manifest = std::fs::read_to_string(root.join("framework/Cargo.toml")).unwrap_or_default();
-    if !manifest.contains("name = \"kube-concord\"") {
-        return Err(Error::NotAConcordCheckout(path.to_path_buf()));
-    }
-    let framework = root.join("framework");
-    let testenv = root.join("tests/testenv");
-    Ok(format!(
-        "kube-concord = {{ path = {:?} }}\nkube-concord-testenv = {{ path = {:?} }}",
-        framework.display().to_string(),
-        testenv.display().to_string()
-    ))
+    render(
+        DOCKERFILE,
+        &[
+            ("name", name),
+            ("docker_build", &command),
+            ("copy_concord", &copy),
+        ],
+    )
 }

@@ -7,8 +7,11 @@
 //! | `cargo concord generate` | `deploy/` from the code: CRDs, RBAC from the strategy table, the configuration |
 //! | `cargo concord explain` | the feature gates and strategy table in effect |
 //!
-//! Install it with `cargo install cargo-concord`; in the concord
-//! repository, `cargo run -p cargo-concord -- <command>` runs it.
+//! Install it from a clone of the concord repository with `cargo install
+//! --locked --path framework/cargo-concord` (or `cargo install --git URL
+//! cargo-concord`); `init` then makes projects that depend on that
+//! checkout ([`ConcordSource`]). In the repository, `cargo run -p
+//! cargo-concord -- <command>` runs it too.
 //!
 //! # Guarantees
 //!
@@ -29,6 +32,7 @@ mod init;
 mod markers;
 mod names;
 mod project;
+mod source;
 
 #[doc(inline)]
 pub use cli::{Cli, Command, Create, CreateApiArgs, ExplainArgs, InitArgs, ProjectArgs, run};
@@ -40,3 +44,5 @@ pub use error::Error;
 pub use generate::{explain, generate};
 #[doc(inline)]
 pub use init::{Made, init};
+#[doc(inline)]
+pub use source::ConcordSource;

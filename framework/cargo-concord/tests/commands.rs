@@ -62,13 +62,33 @@ const FRIGATE: &[&str] = &[
     "Frigate",
 ];
 
+/// The checkout this test binary was built from (the repository root).
+fn checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
 #[test]
-fn init_writes_a_project_naming_the_published_crates() {
+fn init_depends_on_the_checkout_it_was_built_from_by_default() {
     let tmp = tempfile::tempdir().unwrap();
-    let project = init(tmp.path());
+    let output = concord(tmp.path(), &["init", "demo"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let root = checkout();
+    assert!(
+        stdout(&output).contains(&format!(
+            "depending on the concord checkout at {}",
+            root.display()
+        )),
+        "{}",
+        stdout(&output)
+    );
+    let project = tmp.path().join("demo");
     let files = snapshot(&project);
     for file in [
         "Cargo.toml",
+        "Cargo.lock",
         "PROJECT",
         "src/main.rs",
         "src/dev.rs",
@@ -83,11 +103,29 @@ fn init_writes_a_project_naming_the_published_crates() {
         assert!(files.contains_key(Path::new(file)), "init wrote {file}");
     }
     let manifest = &files[Path::new("Cargo.toml")];
-    let version = env!("CARGO_PKG_VERSION");
+    let framework = root.join("framework");
     assert!(
-        manifest.contains(&format!("kube-concord = \"{version}\"")),
+        manifest.contains(&format!(
+            "kube-concord = {{ path = {:?} }}",
+            framework.display().to_string()
+        )),
         "{manifest}"
     );
+    // The project starts from the versions concord is tested with.
+    assert_eq!(
+        files[Path::new("Cargo.lock")],
+        std::fs::read_to_string(root.join("Cargo.lock")).unwrap()
+    );
+    // The image build brings the checkout in where Cargo.toml names it.
+    let dockerfile = &files[Path::new("Dockerfile")];
+    assert!(
+        dockerfile.contains(&format!("COPY --from=concord . {}\n", root.display())),
+        "{dockerfile}"
+    );
+    assert!(dockerfile.contains(&format!(
+        "docker build --build-context concord={}",
+        root.display()
+    )));
     assert!(
         !files.values().any(|text| text.contains("{{")),
         "no placeholder is left"
@@ -95,6 +133,137 @@ fn init_writes_a_project_naming_the_published_crates() {
     // Nothing but the project: the staging directory is gone.
     let entries: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(entries.len(), 1);
+}
+
+#[test]
+fn init_depends_on_the_registry_or_git_when_told() {
+    let tmp = tempfile::tempdir().unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    let output = concord(tmp.path(), &["init", "demo", "--concord-version", version]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let files = snapshot(&tmp.path().join("demo"));
+    let manifest = &files[Path::new("Cargo.toml")];
+    assert!(
+        manifest.contains(&format!("kube-concord = \"{version}\"")),
+        "{manifest}"
+    );
+    assert!(!files.contains_key(Path::new("Cargo.lock")));
+    assert!(!files[Path::new("Dockerfile")].contains("--from=concord"));
+
+    let url = "https://github.com/concord-rs/concord";
+    let output = concord(tmp.path(), &["init", "gitdemo", "--concord-git", url]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let manifest = std::fs::read_to_string(tmp.path().join("gitdemo/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("kube-concord-testenv = {{ git = \"{url}\" }}")),
+        "{manifest}"
+    );
+
+    // One source at a time.
+    let output = concord(
+        tmp.path(),
+        &[
+            "init",
+            "both",
+            "--concord-git",
+            url,
+            "--concord-version",
+            version,
+        ],
+    );
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("--concord-version"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!tmp.path().join("both").exists());
+}
+
+#[test]
+fn bad_input_is_one_error_naming_the_argument_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = init(tmp.path());
+    std::fs::create_dir(tmp.path().join("outside")).unwrap();
+    let create = |group: &str, kind: &str| {
+        vec![
+            "create".to_owned(),
+            "api".into(),
+            "--group".into(),
+            group.into(),
+            "--version".into(),
+            "v1".into(),
+            "--kind".into(),
+            kind.into(),
+        ]
+    };
+    let cases: Vec<(PathBuf, Vec<String>, &str)> = vec![
+        (
+            project.clone(),
+            create("ships", "frigate"),
+            "invalid --kind \"frigate\"",
+        ),
+        (
+            project.clone(),
+            create("ships", "Dock_Yard"),
+            "invalid --kind \"Dock_Yard\"",
+        ),
+        (
+            project.clone(),
+            create("ships.fleet", "Frigate"),
+            "invalid --group \"ships.fleet\"",
+        ),
+        (
+            project.clone(),
+            create("Ships", "Frigate"),
+            "invalid --group \"Ships\"",
+        ),
+        (
+            tmp.path().to_path_buf(),
+            vec!["init".into(), "demo".into()],
+            "already exists: choose another name or --dir",
+        ),
+        (
+            tmp.path().join("outside"),
+            create("ships", "Frigate"),
+            "not a project made by `cargo concord init` (no PROJECT file); run `cargo concord init` first or pass --project-dir",
+        ),
+    ];
+    for (dir, args, expected) in cases {
+        let before = snapshot(tmp.path());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = concord(&dir, &args);
+        assert!(!output.status.success(), "{args:?} is refused");
+        let message = stderr(&output);
+        assert_eq!(message.lines().count(), 1, "{args:?}: one line\n{message}");
+        assert!(
+            message.starts_with("error: ") && message.contains(expected),
+            "{args:?}: {message}"
+        );
+        assert_eq!(before, snapshot(tmp.path()), "{args:?} changed nothing");
+    }
+}
+
+#[test]
+fn the_book_shows_the_kind_create_api_writes() {
+    // The book's "Getting started" includes the Frigate of its session;
+    // tests/tests/scaffold.rs builds and runs the same template.
+    let tmp = tempfile::tempdir().unwrap();
+    let project = init(tmp.path());
+    let output = concord(&project, FRIGATE);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let generated = std::fs::read_to_string(project.join("src/frigate.rs")).unwrap();
+    let book =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/getting-started/frigate.rs");
+    if std::env::var_os("CONCORD_BLESS").is_some() {
+        std::fs::write(&book, &generated).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&book).unwrap_or_default(),
+        generated,
+        "{} is stale: CONCORD_BLESS=1 cargo test -p cargo-concord --test commands",
+        book.display()
+    );
 }
 
 #[test]

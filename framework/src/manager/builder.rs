@@ -45,8 +45,10 @@ impl Debug for ManagerBuilder {
 
 impl ManagerBuilder {
     /// Uses these flags (usually parsed with clap) instead of the defaults.
+    /// An empty `--leader-election-id` (its default) becomes the
+    /// operator's name.
     pub fn with_args(mut self, args: ManagerArgs) -> Self {
-        self.args = args;
+        self.args = with_default_election_id(args, &self.name);
         self
     }
 
@@ -330,10 +332,15 @@ pub enum Built {
 impl Manager {
     /// Starts building a manager; `name` is the field manager of its writes
     /// and the reporting controller of its events.
+    ///
+    /// `name` is also the default `--leader-election-id` (the Lease's
+    /// name) and shard ring, so two operators on defaults in one namespace
+    /// elect their leaders apart.
     pub fn builder(name: impl Into<String>) -> ManagerBuilder {
+        let name = name.into();
         ManagerBuilder {
-            name: name.into(),
-            args: ManagerArgs::new(),
+            args: with_default_election_id(ManagerArgs::new(), &name),
+            name,
             registry: FeatureRegistry::new(),
             client: None,
             kube_config: None,
@@ -345,6 +352,14 @@ impl Manager {
             webhooks: None,
         }
     }
+}
+
+/// `args` with the operator's name as the Lease name when none was given.
+fn with_default_election_id(mut args: ManagerArgs, name: &str) -> ManagerArgs {
+    if args.leader_election_id.is_empty() {
+        args.leader_election_id = name.to_owned();
+    }
+    args
 }
 
 fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {

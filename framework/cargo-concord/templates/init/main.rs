@@ -30,7 +30,7 @@ const NAMESPACE: &str = "{{namespace}}";
 const DEFAULT_CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config/concord.yaml");
 
 #[derive(Parser)]
-#[command(version, about = "The {{name}} Kubernetes operator")]
+#[command(version, about = "The {{name}} Kubernetes operator", long_about = None)]
 struct Cli {
     #[command(flatten)]
     manager: ManagerArgs,
