@@ -230,7 +230,7 @@ impl Metrics {
             ),
             (
                 "concord_write_throttled_total",
-                "429 and 5xx answers that were retried.",
+                "429 Too Many Requests answers met by writes.",
                 2,
             ),
             (
