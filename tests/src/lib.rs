@@ -24,3 +24,20 @@ impl Reconciler<ConfigMap> for Idle {
         Ok(Action::await_change())
     }
 }
+
+/// Polls `check` every 100 ms until it holds, for at most `limit`; whether
+/// it held.
+pub async fn eventually<F, Fut>(limit: std::time::Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}

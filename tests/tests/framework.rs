@@ -16,6 +16,7 @@ use concord::{
     Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
 };
 use concord_testenv::TestEnv;
+use concord_tests::eventually;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -44,22 +45,6 @@ async fn manager(client: Client, args: ManagerArgs) -> Manager {
         .build()
         .await
         .unwrap()
-}
-
-/// Polls `check` every 100 ms for up to `limit`.
-async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
 }
 
 // ANCHOR: reconciler

@@ -11,14 +11,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use concord::{
     Action, CacheTrim, Context, LAST_APPLIED, Manager, ManagerArgs, Mutation, Reconciler,
     WriteError,
 };
-use concord_testenv::TestEnv;
+use concord_testenv::{TestEnv, TestNamespace};
+use concord_tests::eventually;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
@@ -50,22 +51,6 @@ async fn manager(client: kube::Client, strategy: &str, trim: CacheTrim) -> Manag
         .build()
         .await
         .unwrap()
-}
-
-/// Polls `check` every 100 ms for up to `limit`.
-async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
 }
 
 /// What the reconciler was handed: whether it carried managed fields and
@@ -314,38 +299,81 @@ impl Reconciler<PartialObjectMeta<Pod>> for MetadataOnly {
 }
 // ANCHOR_END: metadata_reconciler
 
+/// Runs a manager whose every write goes through `strategy`, with the
+/// controller `add` adds, on one Pod (labelled `app: web`, holding another
+/// controller's finalizer) until the Pod carries the label `until`; checks
+/// that its spec and status are untouched and returns it as stored.
+async fn on_one_pod(
+    env: &TestEnv,
+    strategy: &str,
+    until: &str,
+    add: impl FnOnce(&mut Manager, &TestNamespace),
+) -> Result<Pod> {
+    let ns = env.namespace().await?;
+    let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    let created = pods
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {
+                    "name": "web-0",
+                    "labels": {"app": "web"},
+                    "finalizers": ["other.example.com/keep"],
+                },
+                "spec": {"containers": [{"name": "main", "image": "registry.invalid/web:1"}]},
+            }))?,
+        )
+        .await?;
+    let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
+    add(&mut manager, &ns);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    let done = eventually(Duration::from_secs(30), || async {
+        pods.get("web-0")
+            .await
+            .is_ok_and(|p| p.labels().contains_key(until))
+    })
+    .await;
+    stop.shutdown();
+    running.await??;
+    let stored = pods.get("web-0").await?;
+    assert!(
+        done,
+        "{strategy}: the Pod was never labelled {until}: {stored:?}"
+    );
+    assert_eq!(
+        stored.spec, created.spec,
+        "{strategy}: the spec is untouched"
+    );
+    assert_eq!(
+        stored.status, created.status,
+        "{strategy}: the status is untouched"
+    );
+    assert_eq!(
+        stored.labels().get("app").map(String::as_str),
+        Some("web"),
+        "{strategy}"
+    );
+    pods.patch(
+        "web-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    Ok(stored)
+}
+
 #[tokio::test]
 async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result<()> {
     let env = TestEnv::shared()?;
     for strategy in ["strict", "guarded", "update", "lax"] {
-        let ns = env.namespace().await?;
-        let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
-        let created = pods
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({
-                    "metadata": {"name": "web-0", "finalizers": ["other.example.com/keep"]},
-                    "spec": {"containers": [{"name": "main", "image": "registry.invalid/web:1"}]},
-                }))?,
-            )
-            .await?;
-        let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
-        // ANCHOR: metadata
-        let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
-        manager.add_controller("pod-metadata", metadata, MetadataOnly, |c| c);
-        // ANCHOR_END: metadata
-        let stop = manager.shutdown_handle();
-        let running = tokio::spawn(manager.run());
-        let done = eventually(Duration::from_secs(30), || async {
-            pods.get("web-0")
-                .await
-                .is_ok_and(|p| p.labels().contains_key(SEEN))
+        let stored = on_one_pod(env, strategy, SEEN, |manager, ns| {
+            // ANCHOR: metadata
+            let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
+            manager.add_controller("pod-metadata", metadata, MetadataOnly, |c| c);
+            // ANCHOR_END: metadata
         })
-        .await;
-        stop.shutdown();
-        running.await??;
-        let stored = pods.get("web-0").await?;
-        assert!(done, "{strategy}: the Pod was never labelled: {stored:?}");
+        .await?;
         let mut finalizers = stored.finalizers().to_vec();
         finalizers.sort();
         assert_eq!(
@@ -353,20 +381,6 @@ async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result
             ["cache.concord.dev/hold", "other.example.com/keep"],
             "{strategy}: both finalizers (in either order)"
         );
-        assert_eq!(
-            stored.spec, created.spec,
-            "{strategy}: the spec is untouched"
-        );
-        assert_eq!(
-            stored.status, created.status,
-            "{strategy}: the status is untouched"
-        );
-        pods.patch(
-            "web-0",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
-        .await?;
     }
     Ok(())
 }
@@ -419,49 +433,20 @@ impl Reconciler<PodPhase> for PhaseLabeller {
 async fn a_view_controller_writes_what_it_changed_and_nothing_else() -> Result<()> {
     let env = TestEnv::shared()?;
     for strategy in ["strict", "guarded", "update", "lax"] {
-        let ns = env.namespace().await?;
-        let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
-        let created = pods
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({
-                    "metadata": {"name": "web-0", "labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "main", "image": "registry.invalid/web:1"}]},
-                }))?,
-            )
-            .await?;
-        let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
-        let views: Api<PodPhase> = Api::namespaced(ns.client(), ns.name());
-        manager.add_controller("pod-phase", views, PhaseLabeller, |c| c);
-        let stop = manager.shutdown_handle();
-        let running = tokio::spawn(manager.run());
-        let done = eventually(Duration::from_secs(30), || async {
-            pods.get("web-0")
-                .await
-                .is_ok_and(|p| p.labels().contains_key("phase"))
+        let stored = on_one_pod(env, strategy, "phase", |manager, ns| {
+            let views: Api<PodPhase> = Api::namespaced(ns.client(), ns.name());
+            manager.add_controller("pod-phase", views, PhaseLabeller, |c| c);
         })
-        .await;
-        stop.shutdown();
-        running.await??;
-        let stored = pods.get("web-0").await?;
-        assert!(done, "{strategy}: the Pod was never labelled: {stored:?}");
+        .await?;
         assert_eq!(
             stored.labels().get("phase").map(String::as_str),
             Some("Pending"),
             "{strategy}"
         );
         assert_eq!(
-            stored.labels().get("app").map(String::as_str),
-            Some("web"),
+            stored.finalizers(),
+            ["other.example.com/keep"],
             "{strategy}"
-        );
-        assert_eq!(
-            stored.spec, created.spec,
-            "{strategy}: the spec the view lacks is untouched"
-        );
-        assert_eq!(
-            stored.status, created.status,
-            "{strategy}: the status is untouched"
         );
     }
     Ok(())
