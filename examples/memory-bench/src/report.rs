@@ -16,8 +16,11 @@ use crate::operator::CacheMode;
 /// The operators, in the order each round runs them.
 pub const OPERATORS: [&str; 2] = ["concord", "controller-runtime"];
 
+/// Reads one figure of a run.
+type Read = fn(&RunFigures) -> f64;
+
 /// The figures summarised, each read from a [`RunFigures`].
-const FIGURES: [(&str, fn(&RunFigures) -> f64); 6] = [
+const FIGURES: [(&str, Read); 6] = [
     ("synced VmHWM MiB", |r| mib(r.synced.hwm_kib)),
     ("synced VmRSS MiB", |r| mib(r.synced.rss_kib)),
     ("written VmHWM MiB", |r| mib(r.written.hwm_kib)),
@@ -110,7 +113,7 @@ impl Report {
     }
 
     /// The values of `figure` for `operator`, one per round in order.
-    fn values(&self, operator: &str, read: fn(&RunFigures) -> f64) -> Vec<f64> {
+    fn values(&self, operator: &str, read: Read) -> Vec<f64> {
         let mut runs: Vec<&RunFigures> = self
             .runs
             .iter()
