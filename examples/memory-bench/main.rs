@@ -49,13 +49,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    concord_race_bench::init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Operator(args)) => operator::run(args, || ALLOC.allocations()).await,

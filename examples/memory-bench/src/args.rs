@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::objects::Kind;
 use crate::operator::CacheMode;
 
+// ANCHOR: args
 /// What to measure, and how much of it.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
@@ -61,6 +62,7 @@ pub struct Args {
     #[arg(long)]
     pub operator: Option<PathBuf>,
 }
+// ANCHOR_END: args
 
 impl Args {
     /// The settle time.

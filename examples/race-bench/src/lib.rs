@@ -41,6 +41,7 @@ mod controller;
 mod foreign;
 mod json;
 mod json_index;
+mod logging;
 mod manager;
 mod namespace;
 mod peer;
@@ -65,6 +66,8 @@ mod verify;
 pub use args::{Args, Contender, RaceMode, Scenario};
 #[doc(inline)]
 pub use check::failures;
+#[doc(inline)]
+pub use logging::init_logging;
 #[doc(inline)]
 pub use namespace::{create as create_namespace, delete as delete_namespace};
 #[doc(inline)]
