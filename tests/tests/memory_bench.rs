@@ -68,7 +68,16 @@ fn both_operators_write_every_pod_and_the_burst_reconciles_every_final_value() -
     let env = concord_testenv::TestEnv::shared()?;
     let json = std::env::temp_dir().join(format!("memory-bench-test-{}.json", std::process::id()));
     let output = Command::new(&bench)
-        .args(["--pods", "200", "--rounds", "1", "--settle-secs", "1"])
+        .args([
+            "--pods",
+            "200",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--settle-secs",
+            "1",
+        ])
         .args([
             "--burst",
             "--burst-pods",

@@ -24,6 +24,12 @@ pub struct Args {
     /// one. 0 runs no round (with `--burst`, only the burst).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Rounds run first and not reported: after one, every object carries
+    /// the label, the annotation and the managedFields entries of both
+    /// operators and the harness, so every reported process starts on
+    /// objects of the same size.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
     /// Seconds each operator keeps running after a phase before its
     /// memory is read.
     #[arg(long, default_value_t = 3)]

@@ -130,28 +130,26 @@ pub(crate) async fn until_written(
 }
 
 /// Runs one operator through both phases on `objects` objects: start it
-/// (`program args`), wait for its cache, read memory; ask for round
-/// `token` on every object, wait until the server shows every object
-/// written, read memory; stop it.
+/// (`program args`), wait for its cache, read memory; ask for `token` on
+/// every object, wait until the server shows every object written, read
+/// memory; stop it.
 pub(crate) async fn round(
-    who: &'static str,
-    program: &Path,
-    args: &[String],
+    (who, program, args): (&'static str, &Path, &[String]),
     api: &Api<DynamicObject>,
     objects: usize,
     round: usize,
+    token: &str,
     settle: Duration,
 ) -> anyhow::Result<RunFigures> {
     let mut process = Process::spawn(who, program, args)?;
     let (synced, before, sync_s) = self::synced(&mut process, objects, settle).await?;
     let peak_reset = process.reset_peak();
-    let token = format!("{who}-{round}");
     let asked = Instant::now();
-    objects::want(api, 0..objects, &token).await?;
+    objects::want(api, 0..objects, token).await?;
     let seen = until_written(
         api,
         &mut process,
-        &token,
+        token,
         objects,
         Args::write_limit(objects),
     )

@@ -77,8 +77,10 @@ pub struct Report {
     pub kind: Kind,
     /// How many.
     pub objects: usize,
-    /// Rounds run.
+    /// Rounds reported.
     pub rounds: usize,
+    /// Rounds run first, not reported.
+    pub warmup: usize,
     /// The concord operator's cache mode.
     pub cache: CacheMode,
     /// Seconds of settling before each reading.
@@ -102,6 +104,7 @@ impl Report {
             kind: args.kind,
             objects: args.pods,
             rounds: args.rounds,
+            warmup: args.warmup,
             cache: args.cache,
             settle_secs: args.settle_secs,
             concurrency: args.concurrency,
@@ -206,10 +209,11 @@ pub fn table(report: &Report) -> String {
     if !report.runs.is_empty() {
         let _ = writeln!(
             out,
-            "\n{} {}, {} round(s), cache {}, concurrency {}, readings {} s after each phase\n",
+            "\n{} {}, {} round(s) after {} warm-up, cache {}, concurrency {}, readings {} s after each phase\n",
             report.objects,
             report.kind.as_str(),
             report.rounds,
+            report.warmup,
             report.cache.as_str(),
             report.concurrency,
             report.settle_secs

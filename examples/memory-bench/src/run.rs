@@ -126,7 +126,8 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-/// The rounds: concord, then controller-runtime, `args.rounds` times.
+/// The rounds: concord, then controller-runtime, `args.rounds` times,
+/// after `args.warmup` rounds that are not reported.
 async fn rounds(
     args: &Args,
     programs: &Programs,
@@ -136,16 +137,35 @@ async fn rounds(
 ) -> anyhow::Result<()> {
     let concord_args = programs.concord_args(namespace, args.kind, args.cache, args.concurrency, 0);
     let peer_args = programs.peer_args(namespace, args);
-    for round in 0..args.rounds {
+    for index in 0..args.warmup + args.rounds {
+        let round = index.checked_sub(args.warmup);
         for (who, program, argv) in [
             ("concord", &programs.concord, &concord_args),
             ("controller-runtime", &programs.peer, &peer_args),
         ] {
-            let figures = measure::round(who, program, argv, api, args.pods, round, args.settle())
+            let (token, what) = match round {
+                Some(r) => (format!("{who}-{r}"), format!("round {r}")),
+                None => (format!("{who}-w{index}"), format!("warm-up {index}")),
+            };
+            let settle = args.settle();
+            let operator = (who, program.as_path(), argv.as_slice());
+            let figures = measure::round(operator, api, args.pods, index, &token, settle)
                 .await
-                .with_context(|| format!("round {round}, the {who} operator"))?;
-            println!("{}", crate::report::run_line(&figures));
-            runs.push(figures);
+                .with_context(|| format!("{what}, the {who} operator"))?;
+            match round {
+                Some(r) => {
+                    let figures = RunFigures {
+                        round: r,
+                        ..figures
+                    };
+                    println!("{}", crate::report::run_line(&figures));
+                    runs.push(figures);
+                }
+                None => println!(
+                    "{what} (not reported): {}",
+                    crate::report::run_line(&figures)
+                ),
+            }
         }
     }
     Ok(())
