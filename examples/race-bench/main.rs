@@ -32,13 +32,7 @@ use concord_race_bench::{self as race, Args};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    race::init_logging();
     let args = Args::parse();
     let outcome = match race::run(&args).await {
         Ok(outcome) => outcome,

@@ -80,15 +80,8 @@ impl Proc {
 
     /// `(VmRSS, VmHWM)` in KiB.
     fn memory(&self) -> Result<(u64, u64)> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let kib = |key: &str| -> Result<u64> {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-                .with_context(|| format!("no {key} in /proc/{}/status", self.child.id()))
-        };
-        Ok((kib("VmRSS:")?, kib("VmHWM:")?))
+        let m = concord_examples::procfs::memory(Some(self.child.id()))?;
+        Ok((m.rss_kib, m.hwm_kib))
     }
 
     fn stop(mut self) -> Result<()> {

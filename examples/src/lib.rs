@@ -9,6 +9,7 @@ mod demo;
 pub mod argo;
 pub mod invariants;
 pub mod kueue;
+pub mod procfs;
 pub mod widgets;
 pub mod widgets_demo;
 pub mod widgets_v1alpha1;

@@ -18,18 +18,26 @@ use crate::widgets::{OWNER_LABEL, Widget, WidgetSpec};
 ///
 /// The API error, or the CRD not established within a minute.
 pub async fn install_crd(client: &Client) -> anyhow::Result<()> {
+    apply_crd(client, &Widget::crd()).await
+}
+
+/// Server-side applies `crd` and waits until it is established.
+///
+/// # Errors
+///
+/// The API error, or the CRD not established within a minute.
+pub async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = Widget::crd();
     let name = crd.name_any();
     crds.patch(
         &name,
         &PatchParams::apply("concord-examples").force(),
-        &Patch::Apply(&crd),
+        &Patch::Apply(crd),
     )
     .await?;
     wait_until(
         &crds,
-        "the Widget CRD established",
+        &format!("the CRD {name} established"),
         Duration::from_secs(60),
         |list| {
             list.iter().any(|crd| {

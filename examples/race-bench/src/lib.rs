@@ -41,6 +41,7 @@ mod controller;
 mod foreign;
 mod json;
 mod json_index;
+mod logging;
 mod manager;
 mod namespace;
 mod peer;
@@ -66,13 +67,17 @@ pub use args::{Args, Contender, RaceMode, Scenario};
 #[doc(inline)]
 pub use check::failures;
 #[doc(inline)]
+pub use logging::init_logging;
+#[doc(inline)]
+pub use namespace::{create as create_namespace, delete as delete_namespace};
+#[doc(inline)]
 pub use report::markdown;
 #[doc(inline)]
 pub use results::{Report, StrategyResult};
 #[doc(inline)]
 pub use run::{BenchOutcome, run};
 #[doc(inline)]
-pub use stats::{Interval, Verdict};
+pub use stats::{Interval, Verdict, median};
 #[doc(inline)]
 pub use targets::TargetCheck;
 #[doc(inline)]

@@ -22,11 +22,7 @@ const PER_POD: Duration = Duration::from_millis(20);
 /// # Errors
 ///
 /// When the namespace cannot be created or never becomes usable.
-pub(crate) async fn create(
-    client: &Client,
-    scenario: &str,
-    contender: &str,
-) -> anyhow::Result<String> {
+pub async fn create(client: &Client, scenario: &str, contender: &str) -> anyhow::Result<String> {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() % 0xfffff)
@@ -65,7 +61,7 @@ pub(crate) async fn create(
 ///
 /// When a request fails or the namespace outlives [`TIMEOUT`] plus
 /// [`PER_POD`] for each pod.
-pub(crate) async fn delete(client: &Client, name: &str, pods: u32) -> anyhow::Result<()> {
+pub async fn delete(client: &Client, name: &str, pods: u32) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces.delete(name, &DeleteParams::default()).await?;
     let timeout = TIMEOUT + PER_POD * pods;

@@ -103,7 +103,7 @@ impl Interval {
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
-pub(crate) fn median(values: &[f64]) -> f64 {
+pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();

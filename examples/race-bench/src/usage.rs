@@ -8,11 +8,9 @@ const TICKS_PER_SECOND: f64 = 100.0;
 /// The peak resident set size of this process in KiB (`VmHWM` in
 /// `/proc/self/status`); `None` where procfs is unavailable.
 pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+    concord_examples::procfs::memory(None)
+        .ok()
+        .map(|m| m.hwm_kib)
 }
 
 /// Start a new peak: reset `VmHWM` to the current resident set (writing
@@ -20,7 +18,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 /// the peak of what ran in between. Whether the reset worked; where it
 /// does not, the peak stays the process-wide one.
 pub(crate) fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+    concord_examples::procfs::reset_peak(None)
 }
 
 /// CPU time this process has used so far (user plus system), in

@@ -1,0 +1,181 @@
+//! One operator process through both phases: caches synced, then a full
+//! pass of writes.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use kube::api::{Api, DynamicObject};
+use serde::Serialize;
+
+use crate::args::Args;
+use crate::objects::{self, census};
+use crate::process::Process;
+use crate::status::Status;
+
+/// Resident memory at one moment, in KiB.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Figure {
+    /// VmRSS.
+    pub rss_kib: u64,
+    /// VmHWM.
+    pub hwm_kib: u64,
+}
+
+impl From<concord_examples::procfs::Memory> for Figure {
+    fn from(m: concord_examples::procfs::Memory) -> Self {
+        Figure {
+            rss_kib: m.rss_kib,
+            hwm_kib: m.hwm_kib,
+        }
+    }
+}
+
+/// What one operator process did and used in one round.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunFigures {
+    /// `concord` or `controller-runtime`.
+    pub operator: &'static str,
+    /// The round, from 0.
+    pub round: usize,
+    /// Seconds from the start until its cache held every object.
+    pub sync_s: f64,
+    /// Memory after the caches synced and `settle_secs` more: its VmHWM is
+    /// the peak of the start and the initial list.
+    pub synced: Figure,
+    /// Memory after every object carried this round's label and
+    /// `settle_secs` more. Its VmHWM is the peak of the write pass alone
+    /// when `peak_reset` (VmHWM was reset after the first reading),
+    /// else of the whole life.
+    pub written: Figure,
+    /// Whether VmHWM could be reset between the phases.
+    pub peak_reset: bool,
+    /// The peak over the whole life: the larger VmHWM.
+    pub lifetime_hwm_kib: u64,
+    /// Seconds from asking for the round until every object carried it.
+    pub write_pass_s: f64,
+    /// Reconciles during the write phase.
+    pub reconciles: u64,
+    /// Writes that succeeded during the write phase.
+    pub writes: u64,
+    /// Writes that failed during the write phase.
+    pub failed: u64,
+    /// Allocations during the write phase.
+    pub allocations: u64,
+    /// `allocations / reconciles`.
+    pub allocations_per_reconcile: f64,
+    /// Objects found carrying this round's label, listed from the server.
+    pub written_objects: usize,
+    /// Objects listed.
+    pub objects: usize,
+}
+
+/// Waits until `process` has cached `objects` objects, lets it settle and
+/// reads its memory.
+pub(crate) async fn synced(
+    process: &mut Process,
+    objects: usize,
+    settle: Duration,
+) -> anyhow::Result<(Figure, Status, f64)> {
+    let started = Instant::now();
+    let n = objects as u64;
+    process
+        .wait_for(
+            &format!("a synced cache of {objects} objects"),
+            Args::sync_limit(objects),
+            // A kube store shows nothing of its initial list until the
+            // list is done, and the Go peer counts the informer's adds:
+            // N objects cached is a synced cache in both. (`synced` is
+            // reported, not waited for: the framework's store never
+            // reported ready in our runs.)
+            |s| s.cached == n,
+        )
+        .await?;
+    let sync_s = started.elapsed().as_secs_f64();
+    tokio::time::sleep(settle).await;
+    let figure = process.memory()?.into();
+    let status = process.status().unwrap_or_default();
+    Ok((figure, status, sync_s))
+}
+
+/// Polls the server every second until every object carries a wanted
+/// round starting with `token` in its label, at most `limit`.
+pub(crate) async fn until_written(
+    api: &Api<DynamicObject>,
+    process: &mut Process,
+    token: &str,
+    objects: usize,
+    limit: Duration,
+) -> anyhow::Result<objects::Census> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let seen = census(api, Some(token)).await?;
+        if seen.written == objects {
+            return Ok(seen);
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{} of {objects} objects carry round {token} after {limit:?} ({} operator, last status {:?})",
+                seen.written,
+                process.who,
+                process.status()
+            );
+        }
+        // An operator that died fails here, not at the deadline.
+        process
+            .wait_for("running", Duration::ZERO, |_| true)
+            .await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Runs one operator through both phases on `objects` objects: start it
+/// (`program args`), wait for its cache, read memory; ask for `token` on
+/// every object, wait until the server shows every object written, read
+/// memory; stop it.
+pub(crate) async fn round(
+    (who, program, args): (&'static str, &Path, &[String]),
+    api: &Api<DynamicObject>,
+    objects: usize,
+    round: usize,
+    token: &str,
+    settle: Duration,
+) -> anyhow::Result<RunFigures> {
+    let mut process = Process::spawn(who, program, args)?;
+    let (synced, before, sync_s) = self::synced(&mut process, objects, settle).await?;
+    let peak_reset = process.reset_peak();
+    let asked = Instant::now();
+    objects::want(api, 0..objects, token).await?;
+    let seen = until_written(
+        api,
+        &mut process,
+        token,
+        objects,
+        Args::write_limit(objects),
+    )
+    .await?;
+    let write_pass_s = asked.elapsed().as_secs_f64();
+    tokio::time::sleep(settle).await;
+    let written: Figure = process.memory()?.into();
+    let after = process.status().unwrap_or_default();
+    process.stop().await?;
+    let reconciles = after.reconciles.saturating_sub(before.reconciles);
+    let allocations = after.allocs.saturating_sub(before.allocs);
+    Ok(RunFigures {
+        operator: who,
+        round,
+        sync_s,
+        synced,
+        written,
+        peak_reset,
+        lifetime_hwm_kib: synced.hwm_kib.max(written.hwm_kib),
+        write_pass_s,
+        reconciles,
+        writes: after.writes.saturating_sub(before.writes),
+        failed: after.failed.saturating_sub(before.failed),
+        allocations,
+        allocations_per_reconcile: allocations as f64 / reconciles.max(1) as f64,
+        written_objects: seen.written,
+        objects: seen.objects,
+    })
+}

@@ -1,0 +1,215 @@
+//! The concord operator the harness measures: `memory-bench operator …`,
+//! its own process. A [`Manager`] with one controller on the objects of
+//! one namespace (shared cache, metrics and health served on 127.0.0.1
+//! ephemeral ports, leader election off) whose reconciler copies each
+//! object's wanted round ([`WANT`]) into its [`ROUND`] label through
+//! `ctx.set_label`, with the strategy of `config.yaml` (`strict`).
+//!
+//! It prints a [`Status`](crate::Status) line on stdout four times a
+//! second, and stops on SIGTERM.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use concord::{Action, Context, Manager, ManagerArgs, Object, Reconciler, WriteError};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use kube::runtime::controller::Config;
+use kube::{Client, ResourceExt};
+
+use crate::objects::{Kind, ROUND, WANT};
+use crate::status::Status;
+use crate::widget::Widget;
+
+/// The operator's strategy table.
+const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config.yaml");
+/// How often the status line is printed.
+const TICK: Duration = Duration::from_millis(250);
+
+/// How the operator caches the objects it watches. One variant today; a
+/// cache the framework learns to keep differently is one more variant and
+/// one more arm in [`add_controller`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// The framework's shared cache as it is: whole objects.
+    Full,
+}
+
+impl CacheMode {
+    /// The word used on command lines and in reports.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CacheMode::Full => "full",
+        }
+    }
+}
+
+/// The operator's command line (the harness writes it).
+#[derive(Clone, Debug, clap::Args)]
+pub struct OperatorArgs {
+    /// Kubeconfig of the cluster.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+    /// Namespace to watch.
+    #[arg(long)]
+    pub namespace: String,
+    /// What to watch.
+    #[arg(long, value_enum, default_value = "pods")]
+    pub kind: Kind,
+    /// How to cache it.
+    #[arg(long, value_enum, default_value = "full")]
+    pub cache: CacheMode,
+    /// Reconciles at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: u16,
+    /// Milliseconds each reconcile sleeps first (a slow reconciler).
+    #[arg(long, default_value_t = 0)]
+    pub sleep_ms: u64,
+}
+
+/// Counts the objects in the controller's cache.
+type Size = Box<dyn Fn() -> usize + Send + Sync>;
+
+/// What the reconciler counts.
+#[derive(Debug, Default)]
+struct Counters {
+    reconciles: AtomicU64,
+    writes: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// Copies the wanted round into the label.
+struct CopyWant {
+    counters: Arc<Counters>,
+    sleep: Duration,
+}
+
+#[concord::async_trait]
+impl<K: Object> Reconciler<K> for CopyWant {
+    type Error = WriteError;
+
+    async fn reconcile(&self, object: Arc<K>, ctx: &Context<K>) -> Result<Action, WriteError> {
+        self.counters.reconciles.fetch_add(1, Relaxed);
+        let object = if self.sleep.is_zero() {
+            object
+        } else {
+            tokio::time::sleep(self.sleep).await;
+            // The newest copy, as a Go reconciler's Get from its cache
+            // after the same sleep would see.
+            let name = object.name_any();
+            ctx.cached(object.namespace().as_deref(), &name)
+                .unwrap_or(object)
+        };
+        let Some(want) = object.annotations().get(WANT) else {
+            return Ok(Action::await_change());
+        };
+        if object.labels().get(ROUND) == Some(want) {
+            return Ok(Action::await_change());
+        }
+        match ctx.set_label(&object, ROUND, want).await {
+            Ok(_) => {
+                self.counters.writes.fetch_add(1, Relaxed);
+                Ok(Action::await_change())
+            }
+            Err(err) => {
+                self.counters.failed.fetch_add(1, Relaxed);
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Runs the operator until SIGTERM; `allocations` reads the process's
+/// counting allocator.
+///
+/// # Errors
+///
+/// When the manager cannot be built or fails.
+pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result<()> {
+    let mut manager_args = ManagerArgs::new()
+        .with_config(CONFIG)
+        .with_metrics_bind_address("127.0.0.1:0")
+        .with_health_probe_bind_address("127.0.0.1:0");
+    manager_args.kubeconfig = Some(args.kubeconfig.clone());
+    let mut manager = Manager::builder("memory-bench")
+        .with_args(manager_args)
+        .build()
+        .await
+        .context("building the manager")?;
+    let counters = Arc::new(Counters::default());
+    let reconciler = CopyWant {
+        counters: counters.clone(),
+        sleep: Duration::from_millis(args.sleep_ms),
+    };
+    let client = manager.client().clone();
+    let synced = Arc::new(AtomicBool::new(false));
+    let (m, c, a, s) = (&mut manager, &client, &args, synced.clone());
+    let size = match args.kind {
+        Kind::Pods => add_controller::<Pod>(m, c, a, reconciler, s)?,
+        Kind::Widgets => add_controller::<Widget>(m, c, a, reconciler, s)?,
+    };
+    let reporter = tokio::spawn(report(size, synced, counters, allocations));
+    let result = manager.run().await;
+    reporter.abort();
+    Ok(result?)
+}
+
+/// Adds the controller of `K` with the cache `args.cache` asks for, sets
+/// `synced` once that cache has listed everything, and returns how to
+/// count the objects in it.
+fn add_controller<K>(
+    manager: &mut Manager,
+    client: &Client,
+    args: &OperatorArgs,
+    reconciler: CopyWant,
+    synced: Arc<AtomicBool>,
+) -> anyhow::Result<Size>
+where
+    K: Object + kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &args.namespace);
+    let concurrency = args.concurrency;
+    match args.cache {
+        CacheMode::Full => {
+            manager.add_controller("memory-bench", api, reconciler, move |c| {
+                c.with_config(Config::default().concurrency(concurrency))
+            });
+        }
+    }
+    let store = manager
+        .context::<K>()
+        .store()
+        .context("the manager's shared cache")?;
+    let ready = store.clone();
+    tokio::spawn(async move {
+        if ready.wait_until_ready().await.is_ok() {
+            synced.store(true, Relaxed);
+        }
+    });
+    Ok(Box::new(move || store.len()))
+}
+
+/// Prints the status line every [`TICK`] until aborted.
+async fn report(
+    size: Size,
+    synced: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+    allocations: fn() -> u64,
+) {
+    loop {
+        let status = Status {
+            cached: size() as u64,
+            synced: synced.load(Relaxed),
+            reconciles: counters.reconciles.load(Relaxed),
+            writes: counters.writes.load(Relaxed),
+            failed: counters.failed.load(Relaxed),
+            allocs: allocations(),
+        };
+        println!("{status}");
+        tokio::time::sleep(TICK).await;
+    }
+}

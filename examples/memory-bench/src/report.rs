@@ -1,0 +1,285 @@
+//! The report: every round's figures, their medians and ranges, the
+//! concord/controller-runtime ratios with their intervals, the burst; as a
+//! table for people and as JSON.
+
+use std::fmt::Write as _;
+
+use concord_race_bench::{Interval, median};
+use serde::Serialize;
+
+use crate::args::Args;
+use crate::burst::BurstReport;
+use crate::measure::RunFigures;
+use crate::objects::Kind;
+use crate::operator::CacheMode;
+
+/// The operators, in the order each round runs them.
+pub const OPERATORS: [&str; 2] = ["concord", "controller-runtime"];
+
+/// Reads one figure of a run.
+type Read = fn(&RunFigures) -> f64;
+
+/// The figures summarised, each read from a [`RunFigures`].
+const FIGURES: [(&str, Read); 6] = [
+    ("synced VmHWM MiB", |r| mib(r.synced.hwm_kib)),
+    ("synced VmRSS MiB", |r| mib(r.synced.rss_kib)),
+    ("written VmHWM MiB", |r| mib(r.written.hwm_kib)),
+    ("written VmRSS MiB", |r| mib(r.written.rss_kib)),
+    ("lifetime VmHWM MiB", |r| mib(r.lifetime_hwm_kib)),
+    ("allocations/reconcile", |r| r.allocations_per_reconcile),
+];
+
+/// The figures whose concord/controller-runtime ratio is reported.
+const RATIOS: [&str; 3] = [
+    "synced VmHWM MiB",
+    "written VmHWM MiB",
+    "lifetime VmHWM MiB",
+];
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// One figure of one operator over the rounds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spread {
+    /// `concord` or `controller-runtime`.
+    pub operator: String,
+    /// Which figure.
+    pub figure: String,
+    /// The median over the rounds.
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+/// A concord/controller-runtime ratio, paired by round.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratio {
+    /// Which figure.
+    pub figure: String,
+    /// The ratio and its 95% interval.
+    pub interval: Interval,
+    /// `lower` (the whole interval below 1), `higher` (above 1) or
+    /// `undecided`.
+    pub against_peer: &'static str,
+    /// The same against the issue's target of 0.5: `within`, `beyond` or
+    /// `undecided`.
+    pub against_half: &'static str,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// What the operators held.
+    pub kind: Kind,
+    /// How many.
+    pub objects: usize,
+    /// Rounds reported.
+    pub rounds: usize,
+    /// Rounds run first, not reported.
+    pub warmup: usize,
+    /// The concord operator's cache mode.
+    pub cache: CacheMode,
+    /// Seconds of settling before each reading.
+    pub settle_secs: u64,
+    /// Reconciles at once, in both operators.
+    pub concurrency: u16,
+    /// Every operator process of every round.
+    pub runs: Vec<RunFigures>,
+    /// Median, min and max of each figure per operator.
+    pub spreads: Vec<Spread>,
+    /// The ratios.
+    pub ratios: Vec<Ratio>,
+    /// The burst, when it ran.
+    pub burst: Option<BurstReport>,
+}
+
+impl Report {
+    /// An empty report for `args`.
+    pub(crate) fn new(args: &Args) -> Self {
+        Report {
+            kind: args.kind,
+            objects: args.pods,
+            rounds: args.rounds,
+            warmup: args.warmup,
+            cache: args.cache,
+            settle_secs: args.settle_secs,
+            concurrency: args.concurrency,
+            runs: Vec::new(),
+            spreads: Vec::new(),
+            ratios: Vec::new(),
+            burst: None,
+        }
+    }
+
+    /// The values of `figure` for `operator`, one per round in order.
+    fn values(&self, operator: &str, read: Read) -> Vec<f64> {
+        let mut runs: Vec<&RunFigures> = self
+            .runs
+            .iter()
+            .filter(|r| r.operator == operator)
+            .collect();
+        runs.sort_by_key(|r| r.round);
+        runs.into_iter().map(read).collect()
+    }
+
+    /// Computes the spreads and ratios from the runs.
+    pub(crate) fn summarise(&mut self) {
+        self.spreads.clear();
+        self.ratios.clear();
+        for (figure, read) in FIGURES {
+            for operator in OPERATORS {
+                let values = self.values(operator, read);
+                if values.is_empty() {
+                    continue;
+                }
+                self.spreads.push(Spread {
+                    operator: operator.to_owned(),
+                    figure: figure.to_owned(),
+                    median: median(&values),
+                    min: values.iter().copied().fold(f64::INFINITY, f64::min),
+                    max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                });
+            }
+            if RATIOS.contains(&figure) {
+                let ours = self.values(OPERATORS[0], read);
+                let theirs = self.values(OPERATORS[1], read);
+                if let Some(interval) = Interval::paired(&ours, &theirs) {
+                    self.ratios.push(Ratio {
+                        figure: figure.to_owned(),
+                        interval,
+                        against_peer: side(&interval, 1.0, ["lower", "higher"]),
+                        against_half: side(&interval, 0.5, ["within", "beyond"]),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The spread of `figure` for `operator`.
+    pub fn spread(&self, operator: &str, figure: &str) -> Option<&Spread> {
+        self.spreads
+            .iter()
+            .find(|s| s.operator == operator && s.figure == figure)
+    }
+}
+
+/// Where `interval` lies against `bound`: `words[0]` wholly below it,
+/// `words[1]` wholly above, else `undecided`.
+fn side(interval: &Interval, bound: f64, words: [&'static str; 2]) -> &'static str {
+    if interval.hi < bound {
+        words[0]
+    } else if interval.lo > bound {
+        words[1]
+    } else {
+        "undecided"
+    }
+}
+
+/// One line about one operator process, printed as the rounds go.
+pub(crate) fn run_line(r: &RunFigures) -> String {
+    format!(
+        "round {} {:<18} synced in {:>5.1} s: VmHWM {:>6.1} MiB, VmRSS {:>6.1} MiB | \
+         {} of {} written in {:>5.1} s ({} writes, {} failed, {} reconciles, {:.0} allocations each): \
+         VmHWM {:>6.1} MiB{}, VmRSS {:>6.1} MiB",
+        r.round,
+        r.operator,
+        r.sync_s,
+        mib(r.synced.hwm_kib),
+        mib(r.synced.rss_kib),
+        r.written_objects,
+        r.objects,
+        r.write_pass_s,
+        r.writes,
+        r.failed,
+        r.reconciles,
+        r.allocations_per_reconcile,
+        mib(r.written.hwm_kib),
+        if r.peak_reset { " (write pass)" } else { "" },
+        mib(r.written.rss_kib),
+    )
+}
+
+/// The report as text tables.
+pub fn table(report: &Report) -> String {
+    let mut out = String::new();
+    if !report.runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} {}, {} round(s) after {} warm-up, cache {}, concurrency {}, readings {} s after each phase\n",
+            report.objects,
+            report.kind.as_str(),
+            report.rounds,
+            report.warmup,
+            report.cache.as_str(),
+            report.concurrency,
+            report.settle_secs
+        );
+        let _ = writeln!(
+            out,
+            "| figure | concord median (min–max) | controller-runtime median (min–max) |"
+        );
+        let _ = writeln!(out, "| --- | ---: | ---: |");
+        for (figure, _) in FIGURES {
+            let cell = |operator: &str| {
+                report.spread(operator, figure).map_or("-".to_owned(), |s| {
+                    format!("{:.1} ({:.1}–{:.1})", s.median, s.min, s.max)
+                })
+            };
+            let _ = writeln!(
+                out,
+                "| {figure} | {} | {} |",
+                cell(OPERATORS[0]),
+                cell(OPERATORS[1])
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n| concord / controller-runtime | ratio | 95% interval | vs 1 | vs 0.5 |"
+        );
+        let _ = writeln!(out, "| --- | ---: | ---: | --- | --- |");
+        for r in &report.ratios {
+            let hi = if r.interval.hi.is_finite() {
+                format!("{:.2}", r.interval.hi)
+            } else {
+                "∞".to_owned()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {:.2} | {:.2}–{hi} | {} | {} |",
+                r.figure, r.interval.ratio, r.interval.lo, r.against_peer, r.against_half
+            );
+        }
+        let failed: u64 = report.runs.iter().map(|r| r.failed).sum();
+        let _ = writeln!(out, "\nfailed writes over all rounds: {failed}");
+    }
+    if let Some(burst) = &report.burst {
+        out.push_str(&crate::burst::table(burst));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_is_placed_against_a_bound() {
+        let i = |lo, hi| Interval {
+            ratio: 1.0,
+            lo,
+            hi,
+            rounds: 3,
+        };
+        assert_eq!(side(&i(0.7, 0.9), 1.0, ["lower", "higher"]), "lower");
+        assert_eq!(side(&i(1.1, 1.3), 1.0, ["lower", "higher"]), "higher");
+        assert_eq!(side(&i(0.9, 1.1), 1.0, ["lower", "higher"]), "undecided");
+        assert_eq!(
+            side(&i(0.0, f64::INFINITY), 0.5, ["within", "beyond"]),
+            "undecided"
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! The whole benchmark: one control plane, one namespace of objects, the
+//! two operators in interleaved rounds, then the burst.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::args::Args;
+use crate::burst;
+use crate::measure::{self, RunFigures};
+use crate::objects::{self, Kind};
+use crate::operator::CacheMode;
+use crate::report::Report;
+
+/// The Go module of the controller-runtime operator.
+const PEER_SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/peer");
+
+/// The controller-runtime operator's executable, built from `peer/` on
+/// first use and cached like the control plane.
+///
+/// # Errors
+///
+/// When `go` is missing or the build fails.
+pub fn peer() -> anyhow::Result<PathBuf> {
+    concord_testenv::GoProgram::new(
+        "memory-bench-peer",
+        PEER_SOURCE,
+        "the memory benchmark's controller-runtime operator",
+    )
+    .ensure()
+    .context("building the controller-runtime operator")
+}
+
+/// What the two operators are started with.
+pub(crate) struct Programs {
+    pub(crate) concord: PathBuf,
+    pub(crate) peer: PathBuf,
+    pub(crate) kubeconfig: PathBuf,
+}
+
+impl Programs {
+    /// The concord operator's command line.
+    pub(crate) fn concord_args(
+        &self,
+        namespace: &str,
+        kind: Kind,
+        cache: CacheMode,
+        concurrency: u16,
+        sleep_ms: u64,
+    ) -> Vec<String> {
+        vec![
+            "operator".into(),
+            "--kubeconfig".into(),
+            self.kubeconfig.display().to_string(),
+            "--namespace".into(),
+            namespace.into(),
+            "--kind".into(),
+            kind.as_str().into(),
+            "--cache".into(),
+            cache.as_str().into(),
+            "--concurrency".into(),
+            concurrency.to_string(),
+            "--sleep-ms".into(),
+            sleep_ms.to_string(),
+        ]
+    }
+
+    /// The controller-runtime operator's command line.
+    pub(crate) fn peer_args(&self, namespace: &str, args: &Args) -> Vec<String> {
+        vec![
+            format!("-kubeconfig={}", self.kubeconfig.display()),
+            format!("-namespace={namespace}"),
+            format!("-kind={}", args.kind.as_str()),
+            format!("-cache={}", args.cache.as_str()),
+            format!("-concurrency={}", args.concurrency),
+        ]
+    }
+}
+
+/// Runs the benchmark `args` describes and returns its report.
+///
+/// # Errors
+///
+/// When the control plane, an operator or a request fails, or a phase does
+/// not complete in time.
+pub async fn run(args: &Args) -> anyhow::Result<Report> {
+    let connection = concord_examples::connect(args.kubeconfig.clone()).await?;
+    let kubeconfig = match (&connection.control_plane, &args.kubeconfig) {
+        (Some(cp), _) => cp.kubeconfig_path().to_path_buf(),
+        (None, Some(path)) => path.clone(),
+        (None, None) => std::env::var_os("KUBECONFIG")
+            .map(PathBuf::from)
+            .context("the operators need a kubeconfig (--kubeconfig or $KUBECONFIG)")?,
+    };
+    let client = connection.client.clone();
+    let programs = Programs {
+        concord: match &args.operator {
+            Some(path) => path.clone(),
+            None => std::env::current_exe().context("this executable's path")?,
+        },
+        peer: tokio::task::spawn_blocking(peer).await??,
+        kubeconfig,
+    };
+    objects::install(&client, args.kind).await?;
+
+    let mut report = Report::new(args);
+    if args.rounds > 0 {
+        let namespace =
+            concord_race_bench::create_namespace(&client, "memory", args.kind.as_str()).await?;
+        let api = objects::api(&client, &namespace, args.kind);
+        objects::create(&api, args.kind, args.pods).await?;
+        let result = rounds(args, &programs, &namespace, &api, &mut report.runs).await;
+        cleanup(&client, &namespace, args.pods).await?;
+        result?;
+    }
+    if args.burst {
+        let namespace = concord_race_bench::create_namespace(&client, "memory", "burst").await?;
+        let result = burst::run(args, &programs, &client, &namespace).await;
+        cleanup(&client, &namespace, args.burst_pods).await?;
+        report.burst = Some(result?);
+    }
+    report.summarise();
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    Ok(report)
+}
+
+/// The rounds: concord, then controller-runtime, `args.rounds` times,
+/// after `args.warmup` rounds that are not reported.
+async fn rounds(
+    args: &Args,
+    programs: &Programs,
+    namespace: &str,
+    api: &kube::Api<kube::api::DynamicObject>,
+    runs: &mut Vec<RunFigures>,
+) -> anyhow::Result<()> {
+    let concord_args = programs.concord_args(namespace, args.kind, args.cache, args.concurrency, 0);
+    let peer_args = programs.peer_args(namespace, args);
+    for index in 0..args.warmup + args.rounds {
+        let round = index.checked_sub(args.warmup);
+        for (who, program, argv) in [
+            ("concord", &programs.concord, &concord_args),
+            ("controller-runtime", &programs.peer, &peer_args),
+        ] {
+            let (token, what) = match round {
+                Some(r) => (format!("{who}-{r}"), format!("round {r}")),
+                None => (format!("{who}-w{index}"), format!("warm-up {index}")),
+            };
+            let settle = args.settle();
+            let operator = (who, program.as_path(), argv.as_slice());
+            let figures = measure::round(operator, api, args.pods, index, &token, settle)
+                .await
+                .with_context(|| format!("{what}, the {who} operator"))?;
+            match round {
+                Some(r) => {
+                    let figures = RunFigures {
+                        round: r,
+                        ..figures
+                    };
+                    println!("{}", crate::report::run_line(&figures));
+                    runs.push(figures);
+                }
+                None => println!(
+                    "{what} (not reported): {}",
+                    crate::report::run_line(&figures)
+                ),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes `namespace` and waits until it is gone.
+async fn cleanup(client: &kube::Client, namespace: &str, objects: usize) -> anyhow::Result<()> {
+    let objects = u32::try_from(objects).unwrap_or(u32::MAX);
+    concord_race_bench::delete_namespace(client, namespace, objects).await
+}
+
+fn write_json(path: &Path, report: &Report) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(report)?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}

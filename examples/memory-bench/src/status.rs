@@ -1,0 +1,80 @@
+//! The status line both operators print on stdout, four times a second:
+//!
+//! ```text
+//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456
+//! ```
+
+use std::fmt;
+
+/// What an operator reports of itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// Objects in its cache.
+    pub cached: u64,
+    /// Whether its cache says it has listed everything once: the Go
+    /// peer's `WaitForCacheSync`, the concord store's `wait_until_ready`.
+    pub synced: bool,
+    /// Reconciles started.
+    pub reconciles: u64,
+    /// Writes that succeeded.
+    pub writes: u64,
+    /// Writes that failed (a conflict the Go peer requeues counts here).
+    pub failed: u64,
+    /// Allocations so far: the counting allocator's count in concord's
+    /// operator, `runtime.MemStats.Mallocs` in the Go peer.
+    pub allocs: u64,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "status cached={} synced={} reconciles={} writes={} failed={} allocs={}",
+            self.cached, self.synced, self.reconciles, self.writes, self.failed, self.allocs
+        )
+    }
+}
+
+impl Status {
+    /// Reads a status line; `None` for any other line.
+    pub fn parse(line: &str) -> Option<Status> {
+        let rest = line.strip_prefix("status ")?;
+        let field = |name: &str| {
+            rest.split_whitespace()
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+        };
+        let number = |name: &str| field(name)?.parse::<u64>().ok();
+        Some(Status {
+            cached: number("cached")?,
+            synced: field("synced")?.parse().ok()?,
+            reconciles: number("reconciles")?,
+            writes: number("writes")?,
+            failed: number("failed")?,
+            allocs: number("allocs")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_printed_status_reads_back() {
+        let status = Status {
+            cached: 3,
+            synced: true,
+            reconciles: 5,
+            writes: 2,
+            failed: 1,
+            allocs: 99,
+        };
+        assert_eq!(Status::parse(&status.to_string()), Some(status));
+    }
+
+    #[test]
+    fn other_lines_are_not_statuses() {
+        assert_eq!(Status::parse("created 3 pods"), None);
+        assert_eq!(Status::parse("status cached=x synced=true"), None);
+    }
+}

@@ -1,0 +1,150 @@
+//! The operator memory benchmark at small scale on the real control plane:
+//! both operators — concord's and the controller-runtime peer — must write
+//! every object of their round, and the burst must end with every object
+//! reconciled at its final value. Memory figures are printed, never
+//! asserted: benchmarks measure them (book: "Measuring memory").
+//!
+//! Runs the benchmark's own executable, built here, with a small
+//! `--pods`, exactly as a reader runs
+//! `cargo run --release -p concord-memory-bench`.
+//!
+//! Run with `cargo test -p concord-tests --test memory_bench -- --nocapture`
+//! to see the tables.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context as _, ensure};
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+}
+
+/// Builds the benchmark (debug: its figures are not what is tested) and
+/// returns its path.
+fn memory_bench() -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "concord-memory-bench",
+            "--bin",
+            "memory-bench",
+        ])
+        .arg("--manifest-path")
+        .arg(workspace().join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .stdin(Stdio::null())
+        .status()
+        .context("running cargo build -p concord-memory-bench")?;
+    ensure!(
+        status.success(),
+        "cargo build -p concord-memory-bench failed: {status}"
+    );
+    Ok(target_dir().join("debug/memory-bench"))
+}
+
+fn number(v: &Value, key: &str) -> anyhow::Result<u64> {
+    v[key].as_u64().with_context(|| format!("{key} in {v}"))
+}
+
+#[test]
+fn both_operators_write_every_pod_and_the_burst_reconciles_every_final_value() -> anyhow::Result<()>
+{
+    let bench = memory_bench()?;
+    let env = concord_testenv::TestEnv::shared()?;
+    let json = std::env::temp_dir().join(format!("memory-bench-test-{}.json", std::process::id()));
+    let output = Command::new(&bench)
+        .args([
+            "--pods",
+            "200",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--settle-secs",
+            "1",
+        ])
+        .args([
+            "--burst",
+            "--burst-pods",
+            "50",
+            "--events",
+            "500",
+            "--burst-sleep-ms",
+            "5",
+        ])
+        .arg("--kubeconfig")
+        .arg(env.kubeconfig_path())
+        .arg("--json")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running memory-bench")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    ensure!(
+        output.status.success(),
+        "memory-bench failed: {}",
+        output.status
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+
+    let runs = report["runs"].as_array().context("runs")?;
+    let operators: Vec<&str> = runs.iter().filter_map(|r| r["operator"].as_str()).collect();
+    assert_eq!(operators, ["concord", "controller-runtime"], "{report}");
+    for run in runs {
+        assert_eq!(number(run, "objects")?, 200, "{run}");
+        assert_eq!(
+            number(run, "written_objects")?,
+            200,
+            "every pod written: {run}"
+        );
+        assert!(
+            number(run, "writes")? >= 200,
+            "one write per pod at least: {run}"
+        );
+        assert!(number(run, "reconciles")? >= 200, "{run}");
+        // Figures are reported, not judged.
+        assert!(number(&run["synced"], "hwm_kib")? > 0, "{run}");
+        assert!(
+            run["allocations_per_reconcile"]
+                .as_f64()
+                .is_some_and(|a| a > 0.0),
+            "{run}"
+        );
+    }
+    assert_eq!(
+        report["ratios"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+
+    let burst = &report["burst"];
+    assert_eq!(number(burst, "objects")?, 50, "{burst}");
+    assert_eq!(
+        number(burst, "reconciled_at_final")?,
+        50,
+        "every burst object reconciled at its final value: {burst}"
+    );
+    assert!(
+        !burst["samples"].as_array().is_none_or(Vec::is_empty),
+        "{burst}"
+    );
+    let _ = std::fs::remove_file(&json);
+    Ok(())
+}
