@@ -62,11 +62,53 @@ fn number(v: &Value, key: &str) -> anyhow::Result<u64> {
 }
 
 #[test]
-fn both_operators_write_every_pod_and_the_burst_reconciles_every_final_value() -> anyhow::Result<()>
-{
+fn both_operators_write_every_pod_with_either_cache_and_the_burst_reconciles_every_final_value()
+-> anyhow::Result<()> {
     let bench = memory_bench()?;
     let env = concord_testenv::TestEnv::shared()?;
-    let json = std::env::temp_dir().join(format!("memory-bench-test-{}.json", std::process::id()));
+    let metadata = run(&bench, env, "metadata", &[])?;
+    check_runs(&metadata)?;
+    let report = run(
+        &bench,
+        env,
+        "full",
+        &[
+            "--burst",
+            "--burst-pods",
+            "50",
+            "--events",
+            "500",
+            "--burst-sleep-ms",
+            "5",
+        ],
+    )?;
+    check_runs(&report)?;
+
+    let burst = &report["burst"];
+    assert_eq!(number(burst, "objects")?, 50, "{burst}");
+    assert_eq!(
+        number(burst, "reconciled_at_final")?,
+        50,
+        "every burst object reconciled at its final value: {burst}"
+    );
+    assert!(
+        !burst["samples"].as_array().is_none_or(Vec::is_empty),
+        "{burst}"
+    );
+    Ok(())
+}
+
+/// Runs the benchmark small with `--cache cache` and `extra`; its JSON report.
+fn run(
+    bench: &std::path::Path,
+    env: &concord_testenv::TestEnv,
+    cache: &str,
+    extra: &[&str],
+) -> anyhow::Result<Value> {
+    let json = std::env::temp_dir().join(format!(
+        "memory-bench-test-{}-{cache}.json",
+        std::process::id()
+    ));
     let output = Command::new(&bench)
         .args([
             "--pods",
@@ -78,15 +120,8 @@ fn both_operators_write_every_pod_and_the_burst_reconciles_every_final_value() -
             "--settle-secs",
             "1",
         ])
-        .args([
-            "--burst",
-            "--burst-pods",
-            "50",
-            "--events",
-            "500",
-            "--burst-sleep-ms",
-            "5",
-        ])
+        .args(["--cache", cache])
+        .args(extra)
         .arg("--kubeconfig")
         .arg(env.kubeconfig_path())
         .arg("--json")
@@ -102,8 +137,13 @@ fn both_operators_write_every_pod_and_the_burst_reconciles_every_final_value() -
         "memory-bench failed: {}",
         output.status
     );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let report = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let _ = std::fs::remove_file(&json);
+    Ok(report)
+}
 
+/// Both operators wrote every Pod, and the report has its figures.
+fn check_runs(report: &Value) -> anyhow::Result<()> {
     let runs = report["runs"].as_array().context("runs")?;
     let operators: Vec<&str> = runs.iter().filter_map(|r| r["operator"].as_str()).collect();
     assert_eq!(operators, ["concord", "controller-runtime"], "{report}");
@@ -134,17 +174,5 @@ fn both_operators_write_every_pod_and_the_burst_reconciles_every_final_value() -
         "{report}"
     );
 
-    let burst = &report["burst"];
-    assert_eq!(number(burst, "objects")?, 50, "{burst}");
-    assert_eq!(
-        number(burst, "reconciled_at_final")?,
-        50,
-        "every burst object reconciled at its final value: {burst}"
-    );
-    assert!(
-        !burst["samples"].as_array().is_none_or(Vec::is_empty),
-        "{burst}"
-    );
-    let _ = std::fs::remove_file(&json);
     Ok(())
 }

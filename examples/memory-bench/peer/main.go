@@ -146,7 +146,7 @@ func main() {
 func run() error {
 	namespace := flag.String("namespace", "", "namespace to watch")
 	kind := flag.String("kind", "pods", "pods or widgets")
-	cacheMode := flag.String("cache", "full", "full, or stripped (managedFields removed)")
+	cacheMode := flag.String("cache", "full", "full, stripped (managedFields removed) or metadata (PartialObjectMetadata)")
 	concurrency := flag.Int("concurrency", 4, "MaxConcurrentReconciles")
 	sleepMs := flag.Int("sleep-ms", 0, "milliseconds each reconcile sleeps first")
 	flag.Parse()
@@ -168,11 +168,14 @@ func run() error {
 	metav1.AddToGroupVersion(scheme, widgetGV)
 
 	var newObj func() client.Object
+	var gvk schema.GroupVersionKind
 	switch *kind {
 	case "pods":
 		newObj = func() client.Object { return &corev1.Pod{} }
+		gvk = corev1.SchemeGroupVersion.WithKind("Pod")
 	case "widgets":
 		newObj = func() client.Object { return &Widget{} }
+		gvk = widgetGV.WithKind("Widget")
 	default:
 		return fmt.Errorf("-kind: unknown value %q (expected pods or widgets)", *kind)
 	}
@@ -181,8 +184,16 @@ func run() error {
 	case "full":
 	case "stripped":
 		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
+	case "metadata":
+		// controller-runtime's metadata-only watch: the cache holds
+		// PartialObjectMetadata, and the client reads and patches it.
+		newObj = func() client.Object {
+			meta := &metav1.PartialObjectMetadata{}
+			meta.SetGroupVersionKind(gvk)
+			return meta
+		}
 	default:
-		return fmt.Errorf("-cache: unknown value %q (expected full or stripped)", *cacheMode)
+		return fmt.Errorf("-cache: unknown value %q (expected full, stripped or metadata)", *cacheMode)
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -37,8 +37,9 @@ pub struct Args {
     /// Reconciles at once, in both operators.
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
-    /// How the concord operator caches the objects (and the Go peer: `full`
-    /// is controller-runtime's default cache).
+    /// How both operators cache the objects: `full` (each framework's
+    /// default), `stripped` (no managedFields in either) or `metadata`
+    /// (metadata only, in both).
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
     /// After the rounds, the burst: the concord operator with a slow
@@ -94,7 +95,7 @@ mod tests {
 
     #[test]
     fn an_unknown_value_names_its_flag() {
-        for (flag, value) in [("--cache", "metadata"), ("--kind", "gadgets")] {
+        for (flag, value) in [("--cache", "sideways"), ("--kind", "gadgets")] {
             let err = Args::try_parse_from(["memory-bench", flag, value])
                 .err()
                 .map(|e| e.to_string())

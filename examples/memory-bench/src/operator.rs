@@ -17,6 +17,7 @@ use anyhow::Context as _;
 use concord::{Action, Context, Manager, ManagerArgs, Object, Reconciler, WriteError};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config;
 use kube::{Client, ResourceExt};
 
@@ -29,14 +30,22 @@ const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config.yaml");
 /// How often the status line is printed.
 const TICK: Duration = Duration::from_millis(250);
 
-/// How the operator caches the objects it watches. One variant today; a
-/// cache the framework learns to keep differently is one more variant and
-/// one more arm in [`add_controller`].
+/// How both operators cache the objects they watch: each mode is what
+/// either framework does when asked for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
-    /// The framework's shared cache as it is: whole objects.
+    /// Each framework's default: concord's shared cache of whole objects
+    /// without `managedFields` and the last-applied annotation;
+    /// controller-runtime's informer cache of whole objects as sent.
     Full,
+    /// Whole objects without `managedFields` in both: concord's default,
+    /// controller-runtime with `cache.TransformStripManagedFields()`.
+    Stripped,
+    /// Metadata only, through the metadata API: concord's controller on
+    /// `Api<PartialObjectMeta<K>>`, controller-runtime's on
+    /// `metav1.PartialObjectMetadata`.
+    Metadata,
 }
 
 impl CacheMode {
@@ -44,6 +53,8 @@ impl CacheMode {
     pub const fn as_str(self) -> &'static str {
         match self {
             CacheMode::Full => "full",
+            CacheMode::Stripped => "stripped",
+            CacheMode::Metadata => "metadata",
         }
     }
 }
@@ -148,9 +159,20 @@ pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result
     let client = manager.client().clone();
     let synced = Arc::new(AtomicBool::new(false));
     let (m, c, a, s) = (&mut manager, &client, &args, synced.clone());
-    let size = match args.kind {
-        Kind::Pods => add_controller::<Pod>(m, c, a, reconciler, s)?,
-        Kind::Widgets => add_controller::<Widget>(m, c, a, reconciler, s)?,
+    let size = match (args.kind, args.cache) {
+        // concord's cache strips managed fields by default.
+        (Kind::Pods, CacheMode::Full | CacheMode::Stripped) => {
+            add_controller::<Pod>(m, c, a, reconciler, s)?
+        }
+        (Kind::Pods, CacheMode::Metadata) => {
+            add_controller::<PartialObjectMeta<Pod>>(m, c, a, reconciler, s)?
+        }
+        (Kind::Widgets, CacheMode::Full | CacheMode::Stripped) => {
+            add_controller::<Widget>(m, c, a, reconciler, s)?
+        }
+        (Kind::Widgets, CacheMode::Metadata) => {
+            add_controller::<PartialObjectMeta<Widget>>(m, c, a, reconciler, s)?
+        }
     };
     let reporter = tokio::spawn(report(size, synced, counters, allocations));
     let result = manager.run().await;
@@ -158,9 +180,9 @@ pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result
     Ok(result?)
 }
 
-/// Adds the controller of `K` with the cache `args.cache` asks for, sets
-/// `synced` once that cache has listed everything, and returns how to
-/// count the objects in it.
+/// Adds the controller of `K` (a whole type, or `PartialObjectMeta` of
+/// one), sets `synced` once its cache has listed everything, and returns
+/// how to count the objects in it.
 fn add_controller<K>(
     manager: &mut Manager,
     client: &Client,
@@ -173,13 +195,9 @@ where
 {
     let api: Api<K> = Api::namespaced(client.clone(), &args.namespace);
     let concurrency = args.concurrency;
-    match args.cache {
-        CacheMode::Full => {
-            manager.add_controller("memory-bench", api, reconciler, move |c| {
-                c.with_config(Config::default().concurrency(concurrency))
-            });
-        }
-    }
+    manager.add_controller("memory-bench", api, reconciler, move |c| {
+        c.with_config(Config::default().concurrency(concurrency))
+    });
     let store = manager
         .context::<K>()
         .store()
