@@ -109,7 +109,7 @@ fn run(
         "memory-bench-test-{}-{cache}.json",
         std::process::id()
     ));
-    let output = Command::new(&bench)
+    let output = Command::new(bench)
         .args([
             "--pods",
             "200",
