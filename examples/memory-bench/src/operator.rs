@@ -5,7 +5,7 @@
 //! object's wanted round ([`WANT`]) into its [`ROUND`] label through
 //! `ctx.set_label`, with the strategy of `config.yaml` (`strict`).
 //!
-//! It prints a [`Status`](crate::Status) line on stdout four times a
+//! It prints a [`Status`] line on stdout four times a
 //! second, and stops on SIGTERM.
 
 use std::path::PathBuf;

@@ -59,8 +59,8 @@ pub async fn create(client: &Client, scenario: &str, contender: &str) -> anyhow:
 ///
 /// # Errors
 ///
-/// When a request fails or the namespace outlives [`TIMEOUT`] plus
-/// [`PER_POD`] for each pod.
+/// When a request fails or the namespace outlives `TIMEOUT` plus
+/// `PER_POD` for each pod.
 pub async fn delete(client: &Client, name: &str, pods: u32) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces.delete(name, &DeleteParams::default()).await?;
