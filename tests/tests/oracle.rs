@@ -46,9 +46,15 @@ async fn no_safe_strategy_loses_or_invents_a_field_from_any_copy() -> anyhow::Re
             continue;
         }
         unsafe_found += 1;
-        if unsafe_found <= 12 {
-            println!("VIOLATION {why}\n{}", as_test(case, why));
-        }
+        println!(
+            "violation: {} from {:?}, {:?}, race {:?}: {}",
+            case.strategy,
+            case.copy,
+            case.mutation,
+            case.race,
+            why.lines().next().unwrap_or_default()
+        );
+        println!("{why}\n{}", as_test(case, why));
     }
     let lax = report.violations.iter().filter(|(c, _)| c.strategy == "lax");
     if let Some((case, why)) = lax.clone().next() {

@@ -569,6 +569,10 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
 /// server drops some and keeps others).
 pub(crate) fn tidy(object: &mut Value) {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        // Finalizers are a set: a strategic-merge add puts the new one first.
+        if let Some(Value::Array(finalizers)) = meta.get_mut("finalizers") {
+            finalizers.sort_by_key(|f| f.to_string());
+        }
         for key in ["labels", "annotations", "finalizers"] {
             let empty = match meta.get(key) {
                 Some(Value::Object(m)) => m.is_empty(),
