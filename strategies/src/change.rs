@@ -56,9 +56,21 @@ fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<
         (Value::Object(old), Value::Object(new)) => {
             for (key, value) in old {
                 path.push(Step::Key(key.clone()));
-                match new.get(key) {
-                    Some(next) => diff_at(path, value, next, edits),
-                    None => edits.push(Edit::Remove {
+                match (new.get(key), value) {
+                    (Some(next), _) => diff_at(path, value, next, edits),
+                    // A map the copy may not hold whole: remove each key
+                    // it held, never the map (and what the copy lacks).
+                    (None, Value::Object(entries)) => {
+                        for (entry, old) in entries {
+                            let mut at = path.clone();
+                            at.push(Step::Key(entry.clone()));
+                            edits.push(Edit::Remove {
+                                path: at,
+                                old: old.clone(),
+                            });
+                        }
+                    }
+                    (None, _) => edits.push(Edit::Remove {
                         path: path.clone(),
                         old: value.clone(),
                     }),
@@ -291,11 +303,17 @@ pub(crate) fn json_patch(edits: &[Edit], guard: bool) -> Vec<Value> {
     let mut ops = Vec::new();
     for edit in edits {
         match edit {
+            // An add replaces a member that exists: from a partial copy
+            // (a view without `status`) the member may exist on the
+            // server, so its absence is tested first.
             Edit::Set {
                 path,
                 old: None,
                 new,
-            } => ops.push(json!({"op": "add", "path": pointer(path), "value": new})),
+            } => {
+                ops.push(json!({"op": "test", "path": pointer(path), "value": null}));
+                ops.push(json!({"op": "add", "path": pointer(path), "value": new}));
+            }
             Edit::Set {
                 path,
                 old: Some(old),
@@ -434,6 +452,7 @@ mod tests {
                 json!({"op": "replace", "path": "/status/conditions/0/status", "value": "True"}),
                 json!({"op": "test", "path": "/x", "value": 1}),
                 json!({"op": "remove", "path": "/x"}),
+                json!({"op": "test", "path": "/y", "value": null}),
                 json!({"op": "add", "path": "/y", "value": 2}),
             ]
         );
@@ -442,6 +461,6 @@ mod tests {
             unguarded[0],
             json!({"op": "add", "path": "/status/conditions/0/status", "value": "True"})
         );
-        assert_eq!(unguarded.len(), 3);
+        assert_eq!(unguarded.len(), 4, "an add tests the member absent");
     }
 }

@@ -81,8 +81,8 @@ pub(crate) fn guarded(
         ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
     }
     for path in depends {
-        let value = current.pointer(path).cloned().unwrap_or(Value::Null);
-        ops.push(json!({"op": "test", "path": path, "value": value}));
+        let (at, value) = dependency(current, path);
+        ops.push(json!({"op": "test", "path": at, "value": value}));
     }
     let mut appended_to: Vec<Vec<Step>> = Vec::new();
     for edit in diff(current, next).into_iter().flat_map(entry_by_entry) {
@@ -117,6 +117,24 @@ pub(crate) fn guarded(
         }
     }
     Some(Guarded::Json(Value::Array(ops)))
+}
+
+/// The `test` standing for a dependency on `path`: its value, or, where
+/// the copy lacks it, the absence of its first missing ancestor (a `test`
+/// below a missing parent could never pass).
+fn dependency(current: &Value, path: &str) -> (String, Value) {
+    if let Some(value) = current.pointer(path) {
+        return (path.to_owned(), value.clone());
+    }
+    let mut at = String::new();
+    for segment in path.split('/').skip(1) {
+        at.push('/');
+        at.push_str(segment);
+        if current.pointer(&at).is_none() {
+            break;
+        }
+    }
+    (at, Value::Null)
 }
 
 /// A removal of a whole finalizer list, label or annotation map (the last

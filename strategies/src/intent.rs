@@ -180,25 +180,24 @@ fn set_condition(object: &mut Value, condition: &Condition) -> Result<(), serde_
     let existing = conditions
         .iter_mut()
         .find(|c| c.get("type").and_then(Value::as_str) == Some(&condition.type_));
-    let transition = match &existing {
-        Some(c) if c.get("status").and_then(Value::as_str) == Some(&condition.status) => {
-            c.get("lastTransitionTime").cloned()
-        }
-        _ => None,
+    let transitions = match &existing {
+        Some(c) => c.get("status").and_then(Value::as_str) != Some(&condition.status),
+        None => true,
     };
-    let transition = match transition {
-        Some(t) => t,
-        None => serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            k8s_openapi::jiff::Timestamp::now(),
-        ))?,
-    };
-    let wanted = serde_json::json!({
+    let mut wanted = serde_json::json!({
         "type": condition.type_,
         "status": condition.status,
         "reason": condition.reason,
         "message": condition.message,
-        "lastTransitionTime": transition,
     });
+    // The time is set only when the status changes: a copy that does not
+    // show it (a view's condition type) must not reset the stored one.
+    if transitions {
+        wanted["lastTransitionTime"] =
+            serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::now(),
+            ))?;
+    }
     match existing {
         Some(c) => {
             // Keep fields we do not manage (observedGeneration) as they are.

@@ -43,6 +43,7 @@ mod change;
 mod error;
 mod field_manager;
 mod fresh;
+mod go_json;
 mod guarded;
 mod guarded_patch;
 mod intent;

@@ -11,11 +11,21 @@ pub(crate) fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
         (Value::Object(old), Value::Object(new)) => {
             let mut patch = Map::new();
             for (key, old_value) in old {
-                match new.get(key) {
-                    None => {
+                match (new.get(key), old_value) {
+                    // A map the copy may not hold whole (the trimmed
+                    // cache leaves an annotation out, a view a key): `null`
+                    // would delete every key on the server, so each key
+                    // the copy held is deleted instead.
+                    (None, Value::Object(entries)) => {
+                        if !entries.is_empty() {
+                            let nulls = entries.keys().map(|k| (k.clone(), Value::Null));
+                            patch.insert(key.clone(), Value::Object(nulls.collect()));
+                        }
+                    }
+                    (None, _) => {
                         patch.insert(key.clone(), Value::Null);
                     }
-                    Some(new_value) => {
+                    (Some(new_value), _) => {
                         if let Some(d) = merge_diff(old_value, new_value) {
                             patch.insert(key.clone(), d);
                         }
@@ -68,7 +78,25 @@ mod tests {
         let patch = merge_diff(&old, &new).unwrap();
         let mut applied = old.clone();
         json_patch::merge(&mut applied, &patch);
-        assert_eq!(applied, new);
+        assert_eq!(
+            applied,
+            json!({"metadata": {"labels": {"b": "3"}}, "status": {}})
+        );
+    }
+
+    #[test]
+    fn a_removed_map_deletes_only_the_keys_the_copy_held() {
+        let old = json!({"metadata": {"annotations": {"mine": "1"}}});
+        let new = json!({"metadata": {}});
+        let patch = merge_diff(&old, &new).unwrap();
+        assert_eq!(patch, json!({"metadata": {"annotations": {"mine": null}}}));
+        let mut stored = json!({"metadata": {"annotations": {"mine": "1", "left-out": "2"}}});
+        json_patch::merge(&mut stored, &patch);
+        assert_eq!(
+            stored,
+            json!({"metadata": {"annotations": {"left-out": "2"}}})
+        );
+        assert_eq!(merge_diff(&json!({"a": {}}), &json!({})), None);
     }
 
     #[test]

@@ -275,9 +275,9 @@ impl<'a> Session<'a> {
                 Verb::Patch,
                 patch(&PatchParams::apply(manager), &Patch::Strategic(value)),
             ),
-            Body::Json(ops) => {
+            Body::Json(body) => {
                 let ops: json_patch::Patch =
-                    serde_json::from_value(ops.clone()).map_err(|e| self.convert(e))?;
+                    serde_json::from_value(body.clone()).map_err(|e| self.convert(e))?;
                 let params = PatchParams::apply(manager);
                 let request = if self.status {
                     request.patch_subresource(
@@ -289,6 +289,13 @@ impl<'a> Session<'a> {
                 } else {
                     request.patch(&self.name, &params, &Patch::Json::<()>(ops))
                 };
+                // The server compares `test` values with its Go encoding
+                // of the stored ones (`go_json.rs`).
+                let go = crate::go_json::to_vec(body).map_err(|e| self.convert(e))?;
+                let request = request.map(|mut r| {
+                    *r.body_mut() = go;
+                    r
+                });
                 (Verb::Patch, request)
             }
             Body::Apply { config, manager } => (

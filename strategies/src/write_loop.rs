@@ -53,6 +53,8 @@ impl Session<'_> {
         let mut attempts = 0;
         let mut transient = 0;
         let mut retry = false;
+        // What the mutation's decision was taken from.
+        let decided = decided_from(mutation, &current);
         loop {
             let mut turn = match takes_turns {
                 true => turns::take(self.key.clone(), self.target.turns.as_deref()).await,
@@ -102,6 +104,13 @@ impl Session<'_> {
             let Some((mut fresh, from_cache)) = self.reread(&current, request).await? else {
                 return self.gone().map(|()| None);
             };
+            // A dependency that moved means the decision is stale: it goes
+            // back to the reconciler, never onto the fresh object.
+            if decided_from(mutation, &fresh) != decided {
+                return Err(Error::Conflict {
+                    object: self.key.clone(),
+                });
+            }
             // A guard that trips again on an unchanged object was not a
             // race: the body itself is wrong — unless the copy came from a
             // typed cache, whose view may hold what the server does not
@@ -218,6 +227,12 @@ impl Session<'_> {
     }
 }
 
+/// The values of the fields `mutation` depends on, in `object`.
+fn decided_from(mutation: &Mutation, object: &Value) -> Vec<Option<Value>> {
+    let paths = mutation.dependencies();
+    paths.iter().map(|p| object.pointer(p).cloned()).collect()
+}
+
 /// Carry out `plan`: the one way every strategy's write starts, reads,
 /// runs the loop and finishes.
 pub(crate) async fn run(
@@ -266,6 +281,12 @@ pub(crate) async fn run(
         // A read that stands in for an incomplete observed copy is that
         // copy only if nothing changed since: under `requeue` a change is
         // the conflict handed back.
+        if decided_from(mutation, &fresh) != decided_from(mutation, observed.json()) {
+            session.outcome.conflicts += 1;
+            return Err(Error::Conflict {
+                object: session.key.clone(),
+            });
+        }
         let version = |object| meta(object, "resourceVersion");
         if requeues && read == Read::WhenIncomplete && version(&fresh) != version(observed.json()) {
             session.outcome.conflicts += 1;

@@ -56,7 +56,10 @@ async fn no_safe_strategy_loses_or_invents_a_field_from_any_copy() -> anyhow::Re
         );
         println!("{why}\n{}", as_test(case, why));
     }
-    let lax = report.violations.iter().filter(|(c, _)| c.strategy == "lax");
+    let lax = report
+        .violations
+        .iter()
+        .filter(|(c, _)| c.strategy == "lax");
     if let Some((case, why)) = lax.clone().next() {
         println!("lax, as expected, lost writes; e.g. {why}\n  {case:?}");
     }

@@ -80,7 +80,11 @@ pub(crate) async fn run_all(
     // Shrink the first violations of each strategy and mutation kind.
     let mut seen = std::collections::BTreeSet::new();
     for (case, why) in failing {
-        let class = format!("{}/{:?}", case.strategy, std::mem::discriminant(&case.mutation));
+        let class = format!(
+            "{}/{:?}",
+            case.strategy,
+            std::mem::discriminant(&case.mutation)
+        );
         if seen.len() < shrink && seen.insert(class) {
             let (small, why) = shrunk(oracle, case, why).await?;
             report.violations.push((small, why));

@@ -212,8 +212,10 @@ pub(crate) fn initial(rng: &mut Rng, kind: Kind) -> Initial {
         ..Initial::default()
     };
     if rng.chance(50) {
-        init.labels
-            .push(("example.com/other".into(), (*rng.pick(&LABEL_VALUES)).into()));
+        init.labels.push((
+            "example.com/other".into(),
+            (*rng.pick(&LABEL_VALUES)).into(),
+        ));
     }
     for key in ["example.com/note", "other.example/url"] {
         if rng.chance(50) {
@@ -235,7 +237,9 @@ pub(crate) fn initial(rng: &mut Rng, kind: Kind) -> Initial {
         }
         Kind::Specimen => {
             init.size = rng.chance(80).then(|| rng.below(5) as i64);
-            init.color = rng.chance(80).then(|| (*rng.pick(&["red", "green"])).into());
+            init.color = rng
+                .chance(80)
+                .then(|| (*rng.pick(&["red", "green"])).into());
             for name in ["a", "b", "c"] {
                 if rng.chance(60) {
                     let extra = rng.chance(60).then(|| rng.hostile());
@@ -275,8 +279,8 @@ pub(crate) fn initial(rng: &mut Rng, kind: Kind) -> Initial {
 /// A random mutation that `copy` of `kind` can express.
 pub(crate) fn mutation(rng: &mut Rng, kind: Kind, copy: Copy) -> Mut {
     let label_key = (*rng.pick(&["app", "example.com/other", "new"])).to_owned();
-    let annotation_key = (*rng.pick(&["example.com/note", "other.example/url", "x.example/new"]))
-        .to_owned();
+    let annotation_key =
+        (*rng.pick(&["example.com/note", "other.example/url", "x.example/new"])).to_owned();
     let finalizer = (*rng.pick(&["example.com/ours", "example.com/foreign"])).to_owned();
     let metadata = [
         Mut::SetLabel(label_key.clone(), (*rng.pick(&LABEL_VALUES)).into()),
@@ -449,9 +453,7 @@ fn map<'a>(object: &'a mut Value, path: &[&str]) -> &'a mut Map<String, Value> {
 }
 
 fn list<'a>(object: &'a mut Value, parent: &[&str], key: &str) -> &'a mut Vec<Value> {
-    let slot = map(object, parent)
-        .entry(key)
-        .or_insert_with(|| json!([]));
+    let slot = map(object, parent).entry(key).or_insert_with(|| json!([]));
     if !slot.is_array() {
         *slot = json!([]);
     }
@@ -460,10 +462,7 @@ fn list<'a>(object: &'a mut Value, parent: &[&str], key: &str) -> &'a mut Vec<Va
 
 /// Remove `key` of the map at `path`, and the map if it empties.
 fn remove(object: &mut Value, path: &[&str], key: &str) {
-    let Some(parent) = path
-        .iter()
-        .try_fold(&mut *object, |at, k| at.get_mut(*k))
-    else {
+    let Some(parent) = path.iter().try_fold(&mut *object, |at, k| at.get_mut(*k)) else {
         return;
     };
     if let Some(m) = parent.as_object_mut() {
@@ -593,9 +592,7 @@ pub(crate) fn tidy(object: &mut Value) {
         }
     }
     for list in ["/spec/items", "/spec/tags", "/status/conditions"] {
-        let empty = object
-            .pointer(list)
-            .is_some_and(|v| v == &json!([]));
+        let empty = object.pointer(list).is_some_and(|v| v == &json!([]));
         if empty && let Some((parent, key)) = list.rsplit_once('/') {
             if let Some(m) = object.pointer_mut(parent).and_then(Value::as_object_mut) {
                 m.remove(key);

@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use async_trait::async_trait;
 use concord_strategies::{
-    BeforeWrite, Condition, ConflictPolicy, Error, Intent, Mutation, ObjectKey, Observed,
-    Target, Writer, strategy_for,
+    BeforeWrite, Condition, ConflictPolicy, Error, Intent, Mutation, ObjectKey, Observed, Target,
+    Writer, strategy_for,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
@@ -134,7 +134,11 @@ impl Oracle {
                 write_as(target, strategy, copy, mutation).await
             }
             (Kind::ConfigMap, Copy::Meta) => {
-                let copy = self.api::<ConfigMap>().get_metadata(name).await.map_err(fetch)?;
+                let copy = self
+                    .api::<ConfigMap>()
+                    .get_metadata(name)
+                    .await
+                    .map_err(fetch)?;
                 write_as::<PartialObjectMeta<ConfigMap>>(target, strategy, copy, mutation).await
             }
             (Kind::Specimen, Copy::Lagging) => {
@@ -150,7 +154,11 @@ impl Oracle {
                 write_as(target, strategy, copy, mutation).await
             }
             (Kind::Specimen, Copy::Meta) => {
-                let copy = self.api::<Specimen>().get_metadata(name).await.map_err(fetch)?;
+                let copy = self
+                    .api::<Specimen>()
+                    .get_metadata(name)
+                    .await
+                    .map_err(fetch)?;
                 write_as::<PartialObjectMeta<Specimen>>(target, strategy, copy, mutation).await
             }
             (kind, copy) => unreachable!("no {copy:?} copy of {kind:?}"),
@@ -212,10 +220,15 @@ async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &str) -> Mutat
         Mut::Painted => {
             // The decision is taken once, from the copy as read.
             let color = match raw.get(name).await {
-                Ok(o) => o.data["spec"]["color"].as_str().unwrap_or("none").to_owned(),
+                Ok(o) => o.data["spec"]["color"]
+                    .as_str()
+                    .unwrap_or("none")
+                    .to_owned(),
                 Err(_) => "none".to_owned(),
             };
-            Intent::set_label("painted", color).into_mutation().depending_on("/spec/color")
+            Intent::set_label("painted", color)
+                .into_mutation()
+                .depending_on("/spec/color")
         }
         Mut::SetData(k, v) => match typed_on {
             Copy::Raw => dynamic(move |o| {
@@ -225,9 +238,7 @@ async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &str) -> Mutat
                 o["data"][&k] = json!(v);
             }),
             _ => Mutation::typed(move |cm: &mut ConfigMap| {
-                cm.data
-                    .get_or_insert_default()
-                    .insert(k.clone(), v.clone());
+                cm.data.get_or_insert_default().insert(k.clone(), v.clone());
             }),
         },
         Mut::TypedConditionMessage(m) => Mutation::typed(move |s: &mut Specimen| {
@@ -530,15 +541,16 @@ struct RaceHook {
 
 impl std::fmt::Debug for RaceHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RaceHook").field("race", &self.case.race).finish()
+        f.debug_struct("RaceHook")
+            .field("race", &self.case.race)
+            .finish()
     }
 }
 
 #[async_trait]
 impl BeforeWrite for RaceHook {
     async fn before_write(&self, _object: &ObjectKey, attempt: u32) {
-        if attempt != 0 || self.case.race == Race::None || self.fired.swap(true, Ordering::SeqCst)
-        {
+        if attempt != 0 || self.case.race == Race::None || self.fired.swap(true, Ordering::SeqCst) {
             return;
         }
         if let Err(e) = self.race().await {
@@ -556,14 +568,14 @@ impl RaceHook {
         if self.case.strategy == "locked" {
             return self.race_in_process().await;
         }
-        let mut object = get(&self.raw, &self.name).await?.context("gone before the race")?;
+        let mut object = get(&self.raw, &self.name)
+            .await?
+            .context("gone before the race")?;
         apply_race(&self.case.race, &self.case.mutation, &mut object);
         let body: DynamicObject = serde_json::from_value(object)?;
         let pp = PostParams::default();
         if touches_status(&self.case.race) {
-            self.raw
-                .replace_status(&self.name, &pp, &body)
-                .await?;
+            self.raw.replace_status(&self.name, &pp, &body).await?;
         } else {
             self.raw.replace(&self.name, &pp, &body).await?;
         }
@@ -609,7 +621,9 @@ impl RaceHook {
     }
 
     async fn recreate(&self) -> anyhow::Result<()> {
-        let object = get(&self.raw, &self.name).await?.context("gone before the race")?;
+        let object = get(&self.raw, &self.name)
+            .await?
+            .context("gone before the race")?;
         self.raw
             .patch(
                 &self.name,
@@ -617,7 +631,9 @@ impl RaceHook {
                 &Patch::Merge(json!({"metadata": {"finalizers": null}})),
             )
             .await?;
-        self.raw.delete(&self.name, &DeleteParams::default()).await?;
+        self.raw
+            .delete(&self.name, &DeleteParams::default())
+            .await?;
         for _ in 0..100 {
             if self.raw.get_opt(&self.name).await?.is_none() {
                 break;
@@ -625,7 +641,13 @@ impl RaceHook {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let mut again = object;
-        for key in ["resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"] {
+        for key in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
             if let Some(m) = again["metadata"].as_object_mut() {
                 m.remove(key);
             }
@@ -672,7 +694,9 @@ fn matches(wanted: &Value, stored: &Value) -> bool {
     match (wanted, stored) {
         (Value::String(w), Value::String(_)) if w == ANY_TIME => true,
         (Value::Object(w), Value::Object(s)) => {
-            w.len() == s.len() && w.iter().all(|(k, v)| s.get(k).is_some_and(|x| matches(v, x)))
+            w.len() == s.len()
+                && w.iter()
+                    .all(|(k, v)| s.get(k).is_some_and(|x| matches(v, x)))
         }
         (Value::Array(w), Value::Array(s)) => {
             w.len() == s.len() && w.iter().zip(s).all(|(a, b)| matches(a, b))
