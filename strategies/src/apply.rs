@@ -136,7 +136,12 @@ async fn run(
         .iter()
         .any(|i| matches!(i, Intent::SetCondition(_)))
         && !conditions_are_a_map_list(&observed);
-    if atomic_conditions || changes(session, &observed, mutation)? > 1 {
+    // The status subresource keeps the stored metadata, so an apply to it
+    // cannot carry the uid as a precondition: a status write that met a
+    // deleted and recreated object would land on the new one. It goes as
+    // the guarded patch, whose `test` of the uid the server checks.
+    let status = mutation.is_status() == Some(true);
+    if status || atomic_conditions || changes(session, &observed, mutation)? > 1 {
         // One apply request carries one field manager, and each intent has
         // its own: several changes go as one guarded patch instead, so that
         // the mutation lands whole or not at all. A condition goes the same

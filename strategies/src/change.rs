@@ -171,8 +171,89 @@ pub(crate) fn split_kept(old: &[Value], new: &[Value]) -> (Vec<usize>, usize) {
 /// Apply the change from `before` to `after` (two views of `raw`, e.g. a
 /// Rust type's) to `raw`, leaving everything else in `raw` as it is.
 pub(crate) fn apply_change(raw: &mut Value, before: &Value, after: &Value) {
+    let mut whole: Vec<Vec<Step>> = Vec::new();
     for edit in diff(before, after) {
-        apply_edit(raw, edit);
+        // Edits of a list address its entries by index in the view. Where
+        // the view's list is not the stored one entry for entry (a type
+        // that sorts or deduplicates it), an index names another stored
+        // entry: the list is set whole instead, each entry keeping its
+        // stored copy where the view shows one.
+        match misaligned_list(raw, before, edit_path(&edit)) {
+            Some(list) if whole.contains(&list) => {}
+            Some(list) => {
+                let old = value_at(before, &list).cloned();
+                let new = value_at(after, &list).cloned().unwrap_or(Value::Null);
+                apply_edit(
+                    raw,
+                    Edit::Set {
+                        path: list.clone(),
+                        old,
+                        new,
+                    },
+                );
+                whole.push(list);
+            }
+            None => apply_edit(raw, edit),
+        }
+    }
+}
+
+fn edit_path(edit: &Edit) -> &[Step] {
+    match edit {
+        Edit::Set { path, .. } | Edit::Remove { path, .. } | Edit::Append { path, .. } => path,
+    }
+}
+
+fn value_at<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    path.iter().try_fold(object, |value, step| match step {
+        Step::Key(key) => value.get(key),
+        Step::Index(index) => value.get(index),
+    })
+}
+
+/// The outermost list on `path` (or at it) whose stored entries the view's
+/// do not cover one for one.
+fn misaligned_list(raw: &Value, view: &Value, path: &[Step]) -> Option<Vec<Step>> {
+    for end in 0..=path.len() {
+        let prefix = &path[..end];
+        let (Some(Value::Array(stored)), Some(Value::Array(seen))) =
+            (value_at(raw, prefix), value_at(view, prefix))
+        else {
+            continue;
+        };
+        let aligned =
+            stored.len() == seen.len() && seen.iter().zip(stored).all(|(v, s)| covers(v, s));
+        return (!aligned).then(|| prefix.to_vec());
+    }
+    None
+}
+
+/// Whether the view's `seen` is a projection of the stored `stored`: every
+/// field it shows holds the stored value (or a type's default where the
+/// server stores nothing).
+fn covers(seen: &Value, stored: &Value) -> bool {
+    match (seen, stored) {
+        (Value::Object(seen), Value::Object(stored)) => {
+            seen.iter().all(|(k, v)| match stored.get(k) {
+                Some(s) => covers(v, s),
+                None => is_default(v),
+            })
+        }
+        (Value::Array(seen), Value::Array(stored)) => {
+            seen.len() == stored.len() && seen.iter().zip(stored).all(|(v, s)| covers(v, s))
+        }
+        _ => seen == stored,
+    }
+}
+
+fn is_default(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Array(l) => l.is_empty(),
+        Value::Object(m) => m.values().all(is_default),
     }
 }
 
@@ -230,35 +311,54 @@ fn apply_edit(raw: &mut Value, edit: Edit) {
     }
 }
 
-/// `new` in place of `stored`; when a list is replaced whole, an entry
-/// equal to one of the `old` view keeps its stored copy (with the fields
-/// the view lacks).
+/// `new` in place of `stored`; when a list is replaced whole, an entry of
+/// the view keeps its stored copy (with the fields the view lacks): one
+/// equal to an entry of the `old` view takes that entry's stored copy,
+/// one of the same identity (`name`, `type` or `key`) that changed takes
+/// the stored copy with the change applied, and an entry the stored list
+/// holds a covering copy of takes that copy.
 fn keep_stored_entries(stored: &Value, old: Option<&Value>, new: Value) -> Value {
-    let (Value::Array(stored), Some(Value::Array(old)), Value::Array(new)) = (stored, old, &new)
-    else {
+    let (Value::Array(stored), Value::Array(entries)) = (stored, &new) else {
         return new;
     };
-    if stored.len() != old.len() {
-        return Value::Array(new.clone());
-    }
-    let mut used = vec![false; old.len()];
-    let entries = new
+    let old = match old {
+        Some(Value::Array(old)) => old.as_slice(),
+        _ => &[],
+    };
+    let aligned = stored.len() == old.len() && old.iter().zip(stored).all(|(v, s)| covers(v, s));
+    let mut used = vec![false; stored.len()];
+    let take = |i: usize, used: &mut Vec<bool>| {
+        used[i] = true;
+        stored[i].clone()
+    };
+    let entries = entries
         .iter()
         .map(|entry| {
-            let found = old
-                .iter()
-                .enumerate()
-                .position(|(i, o)| !used[i] && o == entry);
-            match found {
-                Some(i) => {
-                    used[i] = true;
-                    stored[i].clone()
+            if aligned {
+                if let Some(i) = (0..old.len()).find(|&i| !used[i] && old[i] == *entry) {
+                    return take(i, &mut used);
                 }
+                if let Some(i) = (0..old.len()).find(|&i| !used[i] && same_identity(&old[i], entry))
+                {
+                    let (before, mut copy) = (old[i].clone(), take(i, &mut used));
+                    apply_change(&mut copy, &before, entry);
+                    return copy;
+                }
+            }
+            match (0..stored.len()).find(|&i| !used[i] && covers(entry, &stored[i])) {
+                Some(i) => take(i, &mut used),
                 None => entry.clone(),
             }
         })
         .collect();
     Value::Array(entries)
+}
+
+/// Whether two list entries name the same thing by a merge key.
+fn same_identity(a: &Value, b: &Value) -> bool {
+    ["name", "type", "key"]
+        .iter()
+        .any(|k| matches!((a.get(k), b.get(k)), (Some(x @ Value::String(_)), Some(y)) if x == y))
 }
 
 /// The value at `path` in `raw`, creating missing objects on the way (a

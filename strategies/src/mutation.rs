@@ -107,6 +107,27 @@ impl Mutation {
         })
     }
 
+    /// An arbitrary change to the typed object `K`'s status, written to
+    /// the status subresource; only its change is written, as with
+    /// [`typed`](Self::typed).
+    ///
+    /// A main-resource mutation (`typed`, `custom`) that changes `status`
+    /// is refused ([`Error::UnsupportedMutation`](crate::Error::UnsupportedMutation)):
+    /// the API server would store the write without it.
+    pub fn typed_status<K, F>(f: F) -> Self
+    where
+        K: Serialize + DeserializeOwned,
+        F: Fn(&mut K) + Send + Sync + 'static,
+    {
+        let Intent::Custom { closure, .. } = Mutation::typed(f).intents.remove(0) else {
+            unreachable!("typed builds one closure")
+        };
+        Mutation::from(Intent::Custom {
+            status: true,
+            closure,
+        })
+    }
+
     /// This mutation, declared to depend on the field at `path` (a JSON
     /// pointer, `/spec/replicas`) although it does not write it: the
     /// decision it carries was taken from that field's observed value.

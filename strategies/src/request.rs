@@ -54,6 +54,9 @@ pub(crate) struct Writing<'a> {
     pub(crate) strategic: bool,
     /// Paths (JSON pointers) the mutation depends on besides those it writes.
     pub(crate) depends: &'a [String],
+    /// Whether the write goes to the status subresource, which keeps the
+    /// stored metadata: a uid in a merge patch is not checked there.
+    pub(crate) status: bool,
 }
 
 impl Request {
@@ -84,6 +87,16 @@ impl Request {
                     json_patch(&diff(current, &next), true),
                 ))),
                 Some(patch) => Some(Body::Merge(patch)),
+            },
+            // On the status subresource the uid is `test`ed instead.
+            Request::MergeWithUid if writing.status => match meta(current, "uid") {
+                Some(uid) if merge_diff(current, &next).is_some() => {
+                    let mut ops =
+                        vec![json!({"op": "test", "path": "/metadata/uid", "value": uid})];
+                    ops.extend(json_patch(&diff(current, &next), false));
+                    Some(Body::Json(Value::Array(ops)))
+                }
+                _ => merge_diff(current, &next).map(Body::Merge),
             },
             Request::MergeWithUid => merge_diff(current, &next).map(|mut patch| {
                 if let Some(uid) = meta(current, "uid") {
@@ -136,6 +149,30 @@ impl Request {
 }
 
 impl Body {
+    /// Whether the body sets a list of objects whole (a merge patch's
+    /// list, a JSON patch's `add` or `replace` of a list): each entry goes
+    /// as the copy held it, fields it lacks included.
+    pub(crate) fn sets_a_list_whole(&self) -> bool {
+        fn has_list(value: &Value) -> bool {
+            match value {
+                Value::Array(entries) => entries.iter().any(Value::is_object),
+                Value::Object(map) => map.values().any(has_list),
+                _ => false,
+            }
+        }
+        match self {
+            Body::Merge(patch) => has_list(patch),
+            Body::Json(ops) => ops.as_array().is_some_and(|ops| {
+                ops.iter().any(|op| {
+                    matches!(op["op"].as_str(), Some("add" | "replace"))
+                        && !op["path"].as_str().is_some_and(|p| p.ends_with("/-"))
+                        && has_list(&op["value"])
+                })
+            }),
+            Body::Strategic(_) | Body::Put(_) | Body::Apply { .. } => false,
+        }
+    }
+
     /// Whether a `422` to this body may mean a `test` tripped (retry on a
     /// fresh read) rather than a rejected body: every JSON patch concord
     /// sends is guarded.
@@ -171,6 +208,7 @@ mod tests {
             key,
             strategic: false,
             depends: &[],
+            status: false,
         }
     }
 

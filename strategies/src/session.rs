@@ -50,6 +50,8 @@ pub(crate) struct Session<'a> {
     pub(crate) outcome: Outcome,
     start: Instant,
     pub(crate) writes: u32,
+    /// Whether the copy the write works from holds every stored field.
+    pub(crate) complete: bool,
 }
 
 impl<'a> Session<'a> {
@@ -105,6 +107,7 @@ impl<'a> Session<'a> {
             outcome: Outcome::new(strategy),
             start: Instant::now(),
             writes: 0,
+            complete: true,
             key,
         })
     }
@@ -115,6 +118,7 @@ impl<'a> Session<'a> {
             key: &self.key,
             strategic: strategic_merges(&self.target.resource.group),
             depends: mutation.dependencies(),
+            status: self.status,
         }
     }
 
@@ -124,9 +128,23 @@ impl<'a> Session<'a> {
         mutation: &Mutation,
         object: &Value,
     ) -> Result<Option<Value>, Error> {
-        mutation
+        let next = mutation
             .apply(object)
-            .map_err(|source| self.convert(source))
+            .map_err(|source| self.convert(source))?;
+        // A main-resource write that changes `status` would be stored
+        // without that change where the resource has a status subresource:
+        // refused, never reported as written.
+        if let Some(next) = &next
+            && !self.status
+            && next.get("status") != object.get("status")
+        {
+            return Err(Error::UnsupportedMutation {
+                strategy: self.outcome.strategy,
+                what: "a change to `status` in a main-resource mutation (use `Mutation::typed_status` or `Mutation::custom_status`)",
+                object: self.key.clone(),
+            });
+        }
+        Ok(next)
     }
 
     pub(crate) fn convert(&self, source: serde_json::Error) -> Error {

@@ -1,6 +1,7 @@
 //! Turns: the writes of this process that may re-read after a conflict
-//! (`strict` and `update` under either conflict policy, `apply`'s guarded
-//! requests; not `lax` or `locked`) take turns per object, and each starts from the copy the previous turn
+//! (`strict`, `update` and `guarded` under either conflict policy, `apply`'s
+//! guarded requests) take turns per object, `locked` holds the turn from its
+//! read to its request, and each starts from the copy the previous turn
 //! stored when that copy is newer than its own.
 //!
 //! Two tasks of one controller writing the same object at the same moment
@@ -15,7 +16,6 @@
 //! is kept once no write of the object is running or waiting.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -33,21 +33,19 @@ pub(crate) struct Turn {
     held: Held<Option<Value>>,
 }
 
-/// How long a write waits for its turn before it goes without one. A turn
-/// is held for one request at most, so a long wait means a queue of
-/// writers; going without a turn is safe (the request still carries its
-/// preconditions), it only forgoes starting from a sibling's answer.
-pub(crate) const TURN_WAIT: Duration = Duration::from_secs(2);
-
-/// Wait for the turn of `key` in `table`, or among this process's writes;
-/// `None` after [`TURN_WAIT`].
+/// Wait for the turn of `key` in `table`, or among this process's writes.
+///
+/// A turn is held for one request (a `locked` write holds it from its read
+/// to its request), so the wait is bounded by those requests' timeouts. A
+/// write never goes without its turn: a `locked` write's request carries
+/// no version, so another write of this process landing between its read
+/// and its request would be lost.
 pub(crate) async fn take(key: ObjectKey, table: Option<&Turns>) -> Option<Turn> {
     static PROCESS: OnceLock<Turns> = OnceLock::new();
     let table = table.unwrap_or_else(|| PROCESS.get_or_init(Turns::default));
-    let held = tokio::time::timeout(TURN_WAIT, table.lock(key))
-        .await
-        .ok()?;
-    Some(Turn { held })
+    Some(Turn {
+        held: table.lock(key).await,
+    })
 }
 
 impl Turn {

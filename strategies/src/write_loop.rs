@@ -70,6 +70,24 @@ impl Session<'_> {
             let Some(body) = request.build(&self.writing(mutation), &current, next)? else {
                 return Ok(Some(current));
             };
+            // A list sent whole carries each entry as the copy holds it: from
+            // a copy that may lack fields (a typed object, a view) the
+            // entries are taken from the server's own copy instead.
+            if !self.complete && body.sets_a_list_whole() {
+                drop(turn);
+                self.outcome.rereads_by_get += 1;
+                let Some(fresh) = self.get().await? else {
+                    return self.gone().map(|()| None);
+                };
+                if decided_from(mutation, &fresh) != decided {
+                    return Err(Error::Conflict {
+                        object: self.key.clone(),
+                    });
+                }
+                self.complete = true;
+                current = fresh;
+                continue;
+            }
             let answer = match self.send_once(&body, retry).await? {
                 Sent::Answer(answer) => answer,
                 Sent::Transient { error, after } => {
@@ -131,6 +149,10 @@ impl Session<'_> {
                         source: err,
                     });
                 }
+            }
+            // A re-read by `GET` is the server's whole object.
+            if !from_cache {
+                self.complete = true;
             }
             current = fresh;
         }
@@ -261,9 +283,16 @@ pub(crate) async fn run(
         }
     };
     let mut session = Session::start(plan.name, target, observed.json(), mutation)?;
+    session.complete = observed.is_complete();
     let result = async {
         let _held = match lock {
             Some(table) => Some(table.lock(session.key.clone()).await),
+            None => None,
+        };
+        // `locked` also holds the object's turn from its read to its
+        // request, so no other write of this process lands in between.
+        let _turn = match lock {
+            Some(_) => turns::take(session.key.clone(), target.turns.as_deref()).await,
             None => None,
         };
         let reads = match read {
