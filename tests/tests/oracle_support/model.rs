@@ -593,10 +593,11 @@ pub(crate) fn tidy(object: &mut Value) {
     }
     for list in ["/spec/items", "/spec/tags", "/status/conditions"] {
         let empty = object.pointer(list).is_some_and(|v| v == &json!([]));
-        if empty && let Some((parent, key)) = list.rsplit_once('/') {
-            if let Some(m) = object.pointer_mut(parent).and_then(Value::as_object_mut) {
-                m.remove(key);
-            }
+        if empty
+            && let Some((parent, key)) = list.rsplit_once('/')
+            && let Some(m) = object.pointer_mut(parent).and_then(Value::as_object_mut)
+        {
+            m.remove(key);
         }
     }
 }

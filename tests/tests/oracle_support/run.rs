@@ -297,24 +297,18 @@ fn lagging(spec: &mut super::types::LagSpec, mutation: &Mut) {
                 i.value = Some(v.clone());
             }
         }
-        Mut::InsertItem(name, v) => {
-            if !spec.items.iter().any(|i| i.name == *name) {
-                spec.items.insert(
-                    0,
-                    LagItem {
-                        name: name.clone(),
-                        value: Some(v.clone()),
-                    },
-                );
-            }
+        Mut::InsertItem(name, v) if !spec.items.iter().any(|i| i.name == *name) => {
+            spec.items.insert(
+                0,
+                LagItem {
+                    name: name.clone(),
+                    value: Some(v.clone()),
+                },
+            );
         }
         Mut::RemoveItem(name) => spec.items.retain(|i| i.name != *name),
         Mut::ReverseItems => spec.items.reverse(),
-        Mut::PushTag(t) => {
-            if !spec.tags.contains(t) {
-                spec.tags.push(t.clone());
-            }
-        }
+        Mut::PushTag(t) if !spec.tags.contains(t) => spec.tags.push(t.clone()),
         Mut::RemoveTag(t) => spec.tags.retain(|x| x != t),
         _ => {}
     }
