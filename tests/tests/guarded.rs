@@ -309,7 +309,8 @@ async fn a_closure_conflicts_only_on_the_fields_it_writes() -> anyhow::Result<()
 }
 
 /// A path the write depends on but does not write is tested like the
-/// written ones: a concurrent change of it conflicts.
+/// written ones: a concurrent change of it means the decision is stale,
+/// so the write hands it back (`Conflict`) and stores nothing.
 #[tokio::test]
 async fn a_dependency_is_tested_like_a_written_field() -> anyhow::Result<()> {
     let Gadgets {
@@ -324,10 +325,18 @@ async fn a_dependency_is_tested_like_a_written_field() -> anyhow::Result<()> {
     // ANCHOR: depends
     let mark = Mutation::from(Intent::set_label("painted", "red")).depending_on("/spec/color");
     // ANCHOR_END: depends
-    let written = writer(env, &resource, meanwhile(&raw, "depends", foreign))?
+    let stale = writer(env, &resource, meanwhile(&raw, "depends", foreign))?
         .write(&observed, &mark)
-        .await?;
-    assert_eq!(written.outcome.conflicts, 1, "{:?}", written.outcome);
+        .await
+        .unwrap_err();
+    assert!(matches!(stale, Error::Conflict { .. }), "{stale:?}");
+    let stored = raw.get("depends").await?;
+    assert_eq!(stored.data["spec"]["color"], "green");
+    assert_eq!(
+        stored.metadata.labels.unwrap_or_default().get("painted"),
+        None,
+        "painted=red on a green object"
+    );
     let lax = Writer::<DynamicObject>::new_with(
         env.client()?,
         strategy_for(StrategyName::Lax, policy()),
