@@ -16,6 +16,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::align::{covers, misaligned_list, same_identity, value_at};
 use crate::guarded_patch::escape;
 
 /// One step of a path into an object.
@@ -204,59 +205,6 @@ fn edit_path(edit: &Edit) -> &[Step] {
     }
 }
 
-fn value_at<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
-    path.iter().try_fold(object, |value, step| match step {
-        Step::Key(key) => value.get(key),
-        Step::Index(index) => value.get(index),
-    })
-}
-
-/// The outermost list on `path` (or at it) whose stored entries the view's
-/// do not cover one for one.
-fn misaligned_list(raw: &Value, view: &Value, path: &[Step]) -> Option<Vec<Step>> {
-    for end in 0..=path.len() {
-        let prefix = &path[..end];
-        let (Some(Value::Array(stored)), Some(Value::Array(seen))) =
-            (value_at(raw, prefix), value_at(view, prefix))
-        else {
-            continue;
-        };
-        let aligned =
-            stored.len() == seen.len() && seen.iter().zip(stored).all(|(v, s)| covers(v, s));
-        return (!aligned).then(|| prefix.to_vec());
-    }
-    None
-}
-
-/// Whether the view's `seen` is a projection of the stored `stored`: every
-/// field it shows holds the stored value (or a type's default where the
-/// server stores nothing).
-fn covers(seen: &Value, stored: &Value) -> bool {
-    match (seen, stored) {
-        (Value::Object(seen), Value::Object(stored)) => {
-            seen.iter().all(|(k, v)| match stored.get(k) {
-                Some(s) => covers(v, s),
-                None => is_default(v),
-            })
-        }
-        (Value::Array(seen), Value::Array(stored)) => {
-            seen.len() == stored.len() && seen.iter().zip(stored).all(|(v, s)| covers(v, s))
-        }
-        _ => seen == stored,
-    }
-}
-
-fn is_default(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::String(s) => s.is_empty(),
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::Array(l) => l.is_empty(),
-        Value::Object(m) => m.values().all(is_default),
-    }
-}
-
 fn apply_edit(raw: &mut Value, edit: Edit) {
     match edit {
         Edit::Set { path, old, new } => {
@@ -352,13 +300,6 @@ fn keep_stored_entries(stored: &Value, old: Option<&Value>, new: Value) -> Value
         })
         .collect();
     Value::Array(entries)
-}
-
-/// Whether two list entries name the same thing by a merge key.
-fn same_identity(a: &Value, b: &Value) -> bool {
-    ["name", "type", "key"]
-        .iter()
-        .any(|k| matches!((a.get(k), b.get(k)), (Some(x @ Value::String(_)), Some(y)) if x == y))
 }
 
 /// The value at `path` in `raw`, creating missing objects on the way (a

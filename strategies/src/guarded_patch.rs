@@ -21,6 +21,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::align::value_at;
 use crate::change::{Edit, Step, diff, pointer};
 use crate::observed::meta;
 
@@ -193,13 +194,6 @@ fn identities(current: &Value, path: &[Step], ops: &mut Vec<Value>) {
             }
         }
     }
-}
-
-fn value_at<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
-    path.iter().try_fold(object, |value, step| match step {
-        Step::Key(key) => value.get(key),
-        Step::Index(index) => value.get(index),
-    })
 }
 
 /// `object` without `metadata.finalizers`, to compare the rest.

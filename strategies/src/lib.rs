@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+mod align;
 mod apply;
 #[cfg(feature = "testing")]
 mod before_write;

@@ -4,7 +4,10 @@
 //! case shrinks to a minimal one printed as a ready-to-paste test.
 #![allow(dead_code)]
 
+pub(crate) mod expected;
 pub(crate) mod model;
+pub(crate) mod mutations;
+pub(crate) mod race;
 pub(crate) mod run;
 pub(crate) mod types;
 

@@ -1,0 +1,182 @@
+//! What a case should store: the model of each mutation's effect on the
+//! raw object, written from the intents' documented meaning and
+//! independent of concord's code.
+
+use serde_json::{Map, Value, json};
+
+use super::model::{Mut, Race};
+
+/// Where a condition's `lastTransitionTime` may be any time.
+pub(crate) const ANY_TIME: &str = "<any time>";
+
+fn map<'a>(object: &'a mut Value, path: &[&str]) -> &'a mut Map<String, Value> {
+    let mut at = object;
+    for key in path {
+        if !at.is_object() {
+            *at = json!({});
+        }
+        at = at
+            .as_object_mut()
+            .map(|m| m.entry(*key).or_insert_with(|| json!({})))
+            .unwrap_or_else(|| unreachable!());
+    }
+    if !at.is_object() {
+        *at = json!({});
+    }
+    at.as_object_mut().unwrap_or_else(|| unreachable!())
+}
+
+fn list<'a>(object: &'a mut Value, parent: &[&str], key: &str) -> &'a mut Vec<Value> {
+    let slot = map(object, parent).entry(key).or_insert_with(|| json!([]));
+    if !slot.is_array() {
+        *slot = json!([]);
+    }
+    slot.as_array_mut().unwrap_or_else(|| unreachable!())
+}
+
+/// Remove `key` of the map at `path`, and the map if it empties.
+fn remove(object: &mut Value, path: &[&str], key: &str) {
+    let Some(parent) = path.iter().try_fold(&mut *object, |at, k| at.get_mut(*k)) else {
+        return;
+    };
+    if let Some(m) = parent.as_object_mut() {
+        m.remove(key);
+    }
+}
+
+/// What `mutation` should make of the raw stored object `raw`: the
+/// oracle's own model, written from the intents' documented meaning.
+pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
+    let mut next = raw.clone();
+    match mutation {
+        Mut::SetLabel(k, v) => {
+            map(&mut next, &["metadata", "labels"]).insert(k.clone(), json!(v));
+        }
+        Mut::RemoveLabel(k) => remove(&mut next, &["metadata", "labels"], k),
+        Mut::SetAnnotation(k, v) => {
+            map(&mut next, &["metadata", "annotations"]).insert(k.clone(), json!(v));
+        }
+        Mut::RemoveAnnotation(k) => remove(&mut next, &["metadata", "annotations"], k),
+        Mut::AddFinalizer(f) => {
+            let l = list(&mut next, &["metadata"], "finalizers");
+            if !l.contains(&json!(f)) {
+                l.push(json!(f));
+            }
+        }
+        Mut::RemoveFinalizer(f) => {
+            list(&mut next, &["metadata"], "finalizers").retain(|x| x != &json!(f));
+        }
+        Mut::SetCondition {
+            type_,
+            status,
+            message,
+        } => {
+            let l = list(&mut next, &["status"], "conditions");
+            let reason = "Oracle";
+            match l.iter_mut().find(|c| c["type"] == json!(type_)) {
+                Some(c) => {
+                    if c["status"] != json!(status) {
+                        c["lastTransitionTime"] = json!(ANY_TIME);
+                    }
+                    c["status"] = json!(status);
+                    c["reason"] = json!(reason);
+                    c["message"] = json!(message);
+                }
+                None => l.push(json!({"type": type_, "status": status, "reason": reason,
+                    "message": message, "lastTransitionTime": ANY_TIME})),
+            }
+        }
+        Mut::SetPhase(p) => {
+            map(&mut next, &["status"]).insert("phase".into(), json!(p));
+        }
+        Mut::SetSize(n) => {
+            map(&mut next, &["spec"]).insert("size".into(), json!(n));
+        }
+        Mut::SetItemValue(name, v) => {
+            let l = list(&mut next, &["spec"], "items");
+            if let Some(i) = l.iter_mut().find(|i| i["name"] == json!(name)) {
+                i["value"] = json!(v);
+            }
+        }
+        Mut::InsertItem(name, v) => {
+            let l = list(&mut next, &["spec"], "items");
+            if !l.iter().any(|i| i["name"] == json!(name)) {
+                l.insert(0, json!({"name": name, "value": v}));
+            }
+        }
+        Mut::RemoveItem(name) => {
+            list(&mut next, &["spec"], "items").retain(|i| i["name"] != json!(name));
+        }
+        Mut::ReverseItems => list(&mut next, &["spec"], "items").reverse(),
+        Mut::PushTag(t) => {
+            let l = list(&mut next, &["spec"], "tags");
+            if !l.contains(&json!(t)) {
+                l.push(json!(t));
+            }
+        }
+        Mut::RemoveTag(t) => list(&mut next, &["spec"], "tags").retain(|x| x != &json!(t)),
+        Mut::SetNested(k, v) => {
+            map(&mut next, &["spec", "nested"]).insert(k.clone(), v.clone());
+        }
+        Mut::TypedConditionMessage(m) => {
+            if let Some(c) = next
+                .pointer_mut("/status/conditions/0")
+                .and_then(Value::as_object_mut)
+            {
+                c.insert("message".into(), json!(m));
+            }
+        }
+        Mut::Painted => {
+            let color = raw["spec"]["color"].as_str().unwrap_or("none").to_owned();
+            map(&mut next, &["metadata", "labels"]).insert("painted".into(), json!(color));
+        }
+        Mut::SetData(k, v) => {
+            map(&mut next, &["data"]).insert(k.clone(), json!(v));
+        }
+    }
+    tidy(&mut next);
+    next
+}
+
+/// Empty metadata maps and lists, status and data count as absent (the
+/// server drops some and keeps others).
+pub(crate) fn tidy(object: &mut Value) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        // Finalizers are a set: a strategic-merge add puts the new one first.
+        if let Some(Value::Array(finalizers)) = meta.get_mut("finalizers") {
+            finalizers.sort_by_key(|f| f.to_string());
+        }
+        for key in ["labels", "annotations", "finalizers"] {
+            let empty = match meta.get(key) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::Array(l)) => l.is_empty(),
+                Some(Value::Null) => true,
+                _ => false,
+            };
+            if empty {
+                meta.remove(key);
+            }
+        }
+    }
+    if let Some(top) = object.as_object_mut() {
+        for key in ["data", "status"] {
+            if top.get(key).is_some_and(|v| v == &json!({}) || v.is_null()) {
+                top.remove(key);
+            }
+        }
+    }
+    for list in ["/spec/items", "/spec/tags", "/status/conditions"] {
+        let empty = object.pointer(list).is_some_and(|v| v == &json!([]));
+        if empty
+            && let Some((parent, key)) = list.rsplit_once('/')
+            && let Some(m) = object.pointer_mut(parent).and_then(Value::as_object_mut)
+        {
+            m.remove(key);
+        }
+    }
+}
+
+/// Whether `race` changes what `mutation` decided from.
+pub(crate) fn invalidates(race: &Race, mutation: &Mut) -> bool {
+    *race == Race::Color && *mutation == Mut::Painted
+}
