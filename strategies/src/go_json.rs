@@ -19,12 +19,27 @@ use serde_json::ser::{CharEscape, Formatter, Serializer};
 /// `value` as the Go encoder would write it.
 pub(crate) fn to_vec(value: &Value) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::new();
-    value.serialize(&mut Serializer::with_formatter(&mut out, GoFormatter))?;
+    let formatter = GoFormatter { ascii: false };
+    value.serialize(&mut Serializer::with_formatter(&mut out, formatter))?;
+    Ok(out)
+}
+
+/// `value` as [`to_vec`] writes it, with every character outside printable
+/// ASCII escaped as well: the API server reads a server-side apply body as
+/// YAML, which refuses raw characters such as DEL (`\u007f`) or C1
+/// controls that JSON allows.
+pub(crate) fn to_ascii_vec(value: &Value) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::new();
+    let formatter = GoFormatter { ascii: true };
+    value.serialize(&mut Serializer::with_formatter(&mut out, formatter))?;
     Ok(out)
 }
 
 /// The compact formatter with Go's string escapes and float forms.
-struct GoFormatter;
+struct GoFormatter {
+    /// Whether every character outside printable ASCII is escaped too.
+    ascii: bool,
+}
 
 impl Formatter for GoFormatter {
     fn write_string_fragment<W: ?Sized + io::Write>(
@@ -35,11 +50,18 @@ impl Formatter for GoFormatter {
         let mut start = 0;
         for (at, c) in fragment.char_indices() {
             let escaped = match c {
-                '<' => "\\u003c",
-                '>' => "\\u003e",
-                '&' => "\\u0026",
-                '\u{2028}' => "\\u2028",
-                '\u{2029}' => "\\u2029",
+                '<' => "\\u003c".to_owned(),
+                '>' => "\\u003e".to_owned(),
+                '&' => "\\u0026".to_owned(),
+                '\u{2028}' => "\\u2028".to_owned(),
+                '\u{2029}' => "\\u2029".to_owned(),
+                c if self.ascii && !(' '..='~').contains(&c) => {
+                    let mut units = [0u16; 2];
+                    c.encode_utf16(&mut units)
+                        .iter()
+                        .map(|unit| format!("\\u{unit:04x}"))
+                        .collect()
+                }
                 _ => continue,
             };
             writer.write_all(&fragment.as_bytes()[start..at])?;
@@ -114,6 +136,14 @@ mod tests {
         );
         let back: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, value, "the same JSON");
+    }
+
+    #[test]
+    fn apply_bodies_escape_everything_outside_printable_ascii() {
+        let value = json!({"v": "a\u{7f}é😀<"});
+        let text = String::from_utf8(to_ascii_vec(&value).unwrap()).unwrap();
+        assert_eq!(text, r#"{"v":"a\u007f\u00e9\ud83d\ude00\u003c"}"#);
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
     }
 
     #[test]

@@ -316,10 +316,16 @@ impl<'a> Session<'a> {
                 });
                 (Verb::Patch, request)
             }
-            Body::Apply { config, manager } => (
-                Verb::Apply,
-                patch(&PatchParams::apply(manager).force(), &Patch::Apply(config)),
-            ),
+            Body::Apply { config, manager } => {
+                let request = patch(&PatchParams::apply(manager).force(), &Patch::Apply(config));
+                // Read by the server as YAML (`go_json.rs`).
+                let ascii = crate::go_json::to_ascii_vec(config).map_err(|e| self.convert(e))?;
+                let request = request.map(|mut r| {
+                    *r.body_mut() = ascii;
+                    r
+                });
+                (Verb::Apply, request)
+            }
             Body::Put(object) => {
                 let params = PostParams {
                     dry_run: false,

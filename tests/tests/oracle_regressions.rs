@@ -112,3 +112,10 @@ async fn apply_never_writes_status_to_a_recreated_object() -> anyhow::Result<()>
 async fn locked_keeps_an_in_process_strict_write() -> anyhow::Result<()> {
     exact(r#"{"strategy":"locked","kind":"ConfigMap","copy":"Raw","mutation":{"RemoveAnnotation":"x.example/new"},"race":"Label","initial":{"labels":[["app","oracle"]],"annotations":[["x.example/new","v"]],"last_applied":false,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
 }
+
+/// Found by the oracle: `apply` of an annotation holding DEL (`\u007f`)
+/// was refused, since the server reads an apply body as YAML.
+#[tokio::test]
+async fn apply_writes_a_value_holding_a_control_character() -> anyhow::Result<()> {
+    exact(r#"{"strategy":"apply","kind":"Specimen","copy":"Sorted","mutation":{"SetAnnotation":["other.example/url","\u0001ctl\u007f"]},"race":"None","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
+}
