@@ -111,7 +111,12 @@ fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec
         });
         return;
     }
-    if old.len() == new.len() {
+    // A reorder (entries that moved, or renamed in place) is no edit of
+    // entries by index: the entry at an index would take fields it does
+    // not have (from a copy that lacks them) or be tested by an identity
+    // the patch changed. The list is set whole; `apply_change` then keeps
+    // each entry's stored copy.
+    if old.len() == new.len() && !reorders(old, new) {
         for (index, (a, b)) in old.iter().zip(new).enumerate() {
             path.push(Step::Index(index));
             diff_at(path, a, b, edits);
@@ -144,6 +149,31 @@ fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec
         old: Some(Value::Array(old.to_vec())),
         new: Value::Array(new.to_vec()),
     });
+}
+
+/// Whether `new`, as long as `old`, puts other entries at some index: an
+/// entry whose `name`, `type` or `key` differs from the one it replaces,
+/// or the same entries in another order.
+fn reorders(old: &[Value], new: &[Value]) -> bool {
+    let renamed = old.iter().zip(new).any(|(a, b)| {
+        ["name", "type", "key"].iter().any(|k| {
+            matches!((a.get(k), b.get(k)), (Some(x @ Value::String(_)), Some(y @ Value::String(_))) if x != y)
+        })
+    });
+    renamed || (old != new && is_permutation(old, new))
+}
+
+/// Whether `new` holds exactly the entries of `old`, in any order.
+fn is_permutation(old: &[Value], new: &[Value]) -> bool {
+    let mut unmatched: Vec<&Value> = old.iter().collect();
+    new.iter()
+        .all(|entry| match unmatched.iter().position(|o| *o == entry) {
+            Some(at) => {
+                unmatched.swap_remove(at);
+                true
+            }
+            None => false,
+        })
 }
 
 /// The indices of `old` whose removal leaves `new`, if `new` is `old` with
@@ -337,11 +367,15 @@ pub(crate) fn pointer(path: &[Step]) -> String {
         .collect()
 }
 
-/// `edits` as JSON patch operations. With `guard`, every value replaced or
-/// removed is `test`ed first, so the patch applies only where those values
-/// are still what the edits were computed from.
-pub(crate) fn json_patch(edits: &[Edit], guard: bool) -> Vec<Value> {
+/// `edits` as JSON patch operations. Guarded by the copy `edits` were
+/// computed from, every value replaced or removed is `test`ed first, and
+/// each list appended to is tested whole before its first append, so the
+/// patch applies only where those values are still what the edits were
+/// computed from (and a retried append can never duplicate).
+pub(crate) fn json_patch(edits: &[Edit], guard_by: Option<&Value>) -> Vec<Value> {
+    let guard = guard_by.is_some();
     let mut ops = Vec::new();
+    let mut appended_to: Vec<&[Step]> = Vec::new();
     for edit in edits {
         match edit {
             // An add replaces a member that exists: from a partial copy
@@ -379,6 +413,13 @@ pub(crate) fn json_patch(edits: &[Edit], guard: bool) -> Vec<Value> {
                 ops.push(json!({"op": "remove", "path": pointer(path)}));
             }
             Edit::Append { path, new } => {
+                if let Some(current) = guard_by
+                    && !appended_to.contains(&path.as_slice())
+                {
+                    let list = value_at(current, path).cloned().unwrap_or(Value::Null);
+                    ops.push(json!({"op": "test", "path": pointer(path), "value": list}));
+                    appended_to.push(path);
+                }
                 ops.push(
                     json!({"op": "add", "path": format!("{}/-", pointer(path)), "value": new}),
                 );
@@ -457,7 +498,7 @@ mod tests {
             &json!({"status": {"conditions": [{"type": "A"}]}}),
         );
         assert_eq!(
-            json_patch(&edits, false),
+            json_patch(&edits, None),
             [json!({"op": "add", "path": "/status/conditions", "value": [{"type": "A"}]})]
         );
         let mut raw = json!({"status": {"phase": "Running"}});
@@ -485,7 +526,7 @@ mod tests {
             json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}, "x": 1});
         let after =
             json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "y": 2});
-        let ops = json_patch(&diff(&before, &after), true);
+        let ops = json_patch(&diff(&before, &after), Some(&before));
         assert_eq!(
             ops,
             [
@@ -497,11 +538,58 @@ mod tests {
                 json!({"op": "add", "path": "/y", "value": 2}),
             ]
         );
-        let unguarded = json_patch(&diff(&before, &after), false);
+        let unguarded = json_patch(&diff(&before, &after), None);
         assert_eq!(
             unguarded[0],
             json!({"op": "add", "path": "/status/conditions/0/status", "value": "True"})
         );
         assert_eq!(unguarded.len(), 4, "an add tests the member absent");
+    }
+
+    #[test]
+    fn a_guarded_append_tests_the_list_once_so_a_retry_cannot_duplicate() {
+        let before = json!({"spec": {"ports": [{"port": 80}]}});
+        let after = json!({"spec": {"ports": [{"port": 80}, {"port": 81}, {"port": 82}]}});
+        let ops = json_patch(&diff(&before, &after), Some(&before));
+        assert_eq!(
+            ops,
+            [
+                json!({"op": "test", "path": "/spec/ports", "value": [{"port": 80}]}),
+                json!({"op": "add", "path": "/spec/ports/-", "value": {"port": 81}}),
+                json!({"op": "add", "path": "/spec/ports/-", "value": {"port": 82}}),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reorder_from_a_copy_lacking_a_field_keeps_it_on_its_entry() {
+        let mut raw = json!({"items": [
+            {"name": "b", "value": "", "extra": "tab"},
+            {"name": "c", "value": "ctl", "extra": "url"},
+        ]});
+        let before = json!({"items": [{"name": "b", "value": ""}, {"name": "c", "value": "ctl"}]});
+        let after = json!({"items": [{"name": "c", "value": "ctl"}, {"name": "b", "value": ""}]});
+        apply_change(&mut raw, &before, &after);
+        assert_eq!(
+            raw,
+            json!({"items": [
+                {"name": "c", "value": "ctl", "extra": "url"},
+                {"name": "b", "value": "", "extra": "tab"},
+            ]})
+        );
+    }
+
+    #[test]
+    fn an_entry_renamed_in_place_is_set_with_its_list() {
+        let before = json!({"l": [{"name": "a", "v": 1}]});
+        let after = json!({"l": [{"name": "z", "v": 2}]});
+        assert_eq!(
+            diff(&before, &after),
+            [Edit::Set {
+                path: vec![Step::Key("l".into())],
+                old: Some(json!([{"name": "a", "v": 1}])),
+                new: json!([{"name": "z", "v": 2}]),
+            }]
+        );
     }
 }

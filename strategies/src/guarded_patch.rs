@@ -14,7 +14,8 @@
 //!   path the write depends on, and before each change the value it
 //!   changes — the old value before a `replace` or `remove`, `null` (absent)
 //!   before an `add`, the whole list before an append (never a duplicate),
-//!   and the identity (`type`, `name`) of each list entry it reaches into.
+//!   and the identity of each list entry it reaches into (its `type` or
+//!   `name` where unique in the list, otherwise the whole entry as read).
 //!
 //! A tripped `test` answers `422`; the write loop counts it a conflict:
 //! re-read, re-apply the mutation, retry within the policy.
@@ -86,10 +87,11 @@ pub(crate) fn guarded(
         ops.push(json!({"op": "test", "path": at, "value": value}));
     }
     let mut appended_to: Vec<Vec<Step>> = Vec::new();
+    let mut identified: Vec<Vec<Step>> = Vec::new();
     for edit in diff(current, next).into_iter().flat_map(entry_by_entry) {
         match edit {
             Edit::Set { path, old, new } => {
-                identities(current, &path, &mut ops);
+                identities(current, parent(&path), &mut identified, &mut ops);
                 let at = pointer(&path);
                 let (op, tested) = match old {
                     Some(old) => ("replace", old),
@@ -99,14 +101,14 @@ pub(crate) fn guarded(
                 ops.push(json!({"op": op, "path": at, "value": new}));
             }
             Edit::Remove { path, old } => {
-                identities(current, &path[..path.len().saturating_sub(1)], &mut ops);
+                identities(current, parent(&path), &mut identified, &mut ops);
                 let at = pointer(&path);
                 ops.push(json!({"op": "test", "path": at, "value": old}));
                 ops.push(json!({"op": "remove", "path": at}));
             }
             Edit::Append { path, new } => {
                 if !appended_to.contains(&path) {
-                    identities(current, &path, &mut ops);
+                    identities(current, &path, &mut identified, &mut ops);
                     let list = value_at(current, &path).cloned().unwrap_or(Value::Null);
                     ops.push(json!({"op": "test", "path": pointer(&path), "value": list}));
                     appended_to.push(path.clone());
@@ -174,26 +176,59 @@ fn entry_by_entry(edit: Edit) -> Vec<Edit> {
     }
 }
 
-/// `test`s of the identity of each list entry `path` reaches into: the
-/// `type` or `name` of an object entry, so an index that moved to another
-/// entry trips the patch rather than change the wrong one.
-fn identities(current: &Value, path: &[Step], ops: &mut Vec<Value>) {
+/// `test`s of the identity of each list entry `path` reaches into, so an
+/// index that moved to another entry trips the patch rather than change
+/// the wrong one: an object entry's `type` or `name` where no other entry
+/// of its list shares it, and otherwise the whole entry as read (a keyless
+/// list — taints, tolerations, RBAC rules, ports — or a repeated key has
+/// no other identity: a field's old value alone can be another entry's
+/// too). Each entry is tested once, before the patch's first change to
+/// it: a later `test` of its identity would see the patch's own change.
+fn identities(
+    current: &Value,
+    path: &[Step],
+    identified: &mut Vec<Vec<Step>>,
+    ops: &mut Vec<Value>,
+) {
     for end in 1..=path.len() {
         let prefix = &path[..end];
-        if !matches!(prefix.last(), Some(Step::Index(_))) {
-            continue;
-        }
-        let Some(entry) = value_at(current, prefix) else {
+        let Some(Step::Index(index)) = prefix.last() else {
             continue;
         };
-        for key in ["type", "name"] {
-            if let Some(id) = entry.get(key).filter(|v| v.is_string()) {
-                let at = format!("{}/{key}", pointer(prefix));
-                ops.push(json!({"op": "test", "path": at, "value": id}));
-                break;
+        if identified.iter().any(|done| done == prefix) {
+            continue;
+        }
+        identified.push(prefix.to_vec());
+        let Some(Value::Array(list)) = value_at(current, &prefix[..end - 1]) else {
+            continue;
+        };
+        let Some(entry) = list.get(*index) else {
+            continue;
+        };
+        let at = pointer(prefix);
+        match unique_key(list, entry) {
+            Some((key, id)) => {
+                ops.push(json!({"op": "test", "path": format!("{at}/{key}"), "value": id}));
             }
+            None => ops.push(json!({"op": "test", "path": at, "value": entry})),
         }
     }
+}
+
+/// The path of the map or list holding the member at `path` (a member's
+/// own old value is tested by its edit).
+fn parent(path: &[Step]) -> &[Step] {
+    &path[..path.len().saturating_sub(1)]
+}
+
+/// The `type` or `name` of `entry` when it is a string no other entry of
+/// `list` holds under the same key.
+fn unique_key<'a>(list: &[Value], entry: &'a Value) -> Option<(&'static str, &'a Value)> {
+    ["type", "name"].into_iter().find_map(|key| {
+        let id = entry.get(key).filter(|v| v.is_string())?;
+        let holders = list.iter().filter(|e| e.get(key) == Some(id)).count();
+        (holders == 1).then_some((key, id))
+    })
 }
 
 /// `object` without `metadata.finalizers`, to compare the rest.
@@ -322,6 +357,30 @@ mod tests {
                 {"op": "test", "path": "/status/conditions/1/type", "value": "B"},
                 {"op": "test", "path": "/status/conditions/1/status", "value": "True"},
                 {"op": "replace", "path": "/status/conditions/1/status", "value": "False"},
+            ])
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_unique_key_is_tested_whole() {
+        // Taints have no key the list is merged by, and their effects
+        // repeat: the field's old value could be another entry's.
+        let current = json!({"spec": {"taints": [
+            {"key": "a", "effect": "NoSchedule"},
+            {"key": "b", "effect": "NoSchedule"},
+        ], "conditions": [{"type": "A", "x": 1}, {"type": "A", "x": 2}]}});
+        let mut next = current.clone();
+        next["spec"]["taints"][1]["effect"] = json!("NoExecute");
+        next["spec"]["conditions"][1]["x"] = json!(3);
+        assert_eq!(
+            json_ops(&current, &next),
+            json!([
+                {"op": "test", "path": "/spec/conditions/1", "value": {"type": "A", "x": 2}},
+                {"op": "test", "path": "/spec/conditions/1/x", "value": 2},
+                {"op": "replace", "path": "/spec/conditions/1/x", "value": 3},
+                {"op": "test", "path": "/spec/taints/1", "value": {"key": "b", "effect": "NoSchedule"}},
+                {"op": "test", "path": "/spec/taints/1/effect", "value": "NoSchedule"},
+                {"op": "replace", "path": "/spec/taints/1/effect", "value": "NoExecute"},
             ])
         );
     }

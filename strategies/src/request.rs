@@ -84,7 +84,7 @@ impl Request {
                 // each tested, so a concurrent change to them is refused
                 // rather than overwritten.
                 Some(patch) if replaces_object_list(&patch) => Some(Body::Json(Value::Array(
-                    json_patch(&diff(current, &next), true),
+                    json_patch(&diff(current, &next), Some(current)),
                 ))),
                 Some(patch) => Some(Body::Merge(patch)),
             },
@@ -93,7 +93,7 @@ impl Request {
                 Some(uid) if merge_diff(current, &next).is_some() => {
                     let mut ops =
                         vec![json!({"op": "test", "path": "/metadata/uid", "value": uid})];
-                    ops.extend(json_patch(&diff(current, &next), false));
+                    ops.extend(json_patch(&diff(current, &next), None));
                     Some(Body::Json(Value::Array(ops)))
                 }
                 _ => merge_diff(current, &next).map(Body::Merge),
@@ -115,7 +115,7 @@ impl Request {
                         ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
                     }
                     ops.push(json!({"op": "replace", "path": "/metadata/resourceVersion", "value": version()?}));
-                    ops.extend(json_patch(&diff(current, &next), false));
+                    ops.extend(json_patch(&diff(current, &next), None));
                     Some(Body::Json(Value::Array(ops)))
                 }
                 Some(mut patch) => {

@@ -49,11 +49,18 @@ pub(crate) async fn take(key: ObjectKey, table: Option<&Turns>) -> Option<Turn> 
 }
 
 impl Turn {
-    /// The copy an earlier turn stored, if it is of the same object (uid)
-    /// as `current` and newer than it.
+    /// The copy an earlier turn stored, if it is of the same object (uid),
+    /// in the same API version, as `current` and newer than it.
+    ///
+    /// Turns are keyed by resource, not version: writes through two
+    /// versions of one resource are writes of one stored object and take
+    /// turns. But a copy is handed on only in the version it was read in
+    /// — another version's fields may be named and shaped differently.
     pub(crate) fn newer_than(&self, current: &Value) -> Option<Value> {
         let copy = self.held.as_ref()?;
-        let same = meta(copy, "uid").is_some() && meta(copy, "uid") == meta(current, "uid");
+        let same = meta(copy, "uid").is_some()
+            && meta(copy, "uid") == meta(current, "uid")
+            && copy.get("apiVersion") == current.get("apiVersion");
         let newer = meta(copy, "resourceVersion")
             .zip(meta(current, "resourceVersion"))
             .and_then(|(copy, current)| is_newer(copy, current));
@@ -116,5 +123,25 @@ mod tests {
             take(key(), None).await.unwrap().newer_than(&copy("u", "1")),
             None
         );
+    }
+
+    #[tokio::test]
+    async fn a_copy_is_handed_on_only_in_the_version_it_was_read_in() {
+        let versioned = |version: &str, rv: &str| json!({"apiVersion": version, "metadata": {"uid": "u", "resourceVersion": rv}});
+        let key = ObjectKey::new("turns-version-test", Some("ns"), "p");
+        let mut first = take(key.clone(), None).await.unwrap();
+        let second = tokio::spawn(async move {
+            let turn = take(key, None).await.unwrap();
+            (
+                turn.newer_than(&versioned("x/v1beta1", "5")),
+                turn.newer_than(&versioned("x/v1", "5")),
+            )
+        });
+        tokio::task::yield_now().await;
+        first.leave(&versioned("x/v1", "6"));
+        drop(first);
+        let (other_version, same_version) = second.await.unwrap();
+        assert_eq!(other_version, None);
+        assert_eq!(same_version, Some(versioned("x/v1", "6")));
     }
 }

@@ -412,3 +412,69 @@ async fn a_recreated_object_is_never_written() -> anyhow::Result<()> {
     assert_eq!(raw.get("recreated").await?.labels().get("x"), None);
     Ok(())
 }
+
+/// Finding 5: an entry of a keyless list (a pod template's tolerations)
+/// is identified by its whole old value, not its index. Another writer
+/// puts a toleration in front between our read and our write; the field we
+/// change holds the same old value in the entry that moved to our index,
+/// so testing the field alone would pass and change the wrong entry.
+#[tokio::test]
+async fn a_keyless_list_entry_is_changed_where_it_moved() -> anyhow::Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let env = concord_testenv::TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let resource = kube::core::ApiResource::erase::<Deployment>(&());
+    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    let toleration = |key: &str| json!({"key": key, "operator": "Exists", "effect": "NoSchedule"});
+    let deployment: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "tolerant"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "tolerant"}},
+            "template": {
+                "metadata": {"labels": {"app": "tolerant"}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "example.invalid/c:1"}],
+                    "tolerations": [toleration("a"), toleration("b")],
+                },
+            },
+        },
+    }))?;
+    raw.create(&PostParams::default(), &deployment).await?;
+    let observed = raw.get("tolerant").await?;
+    let in_front = Patch::Json(serde_json::from_value(json!([
+        {"op": "add", "path": "/spec/template/spec/tolerations/0", "value": toleration("raced")}
+    ]))?);
+    let execute_b = Mutation::custom(|d| {
+        if let Some(list) = d["spec"]["template"]["spec"]["tolerations"].as_array_mut()
+            && let Some(b) = list.iter_mut().find(|t| t["key"] == "b")
+        {
+            b["effect"] = json!("NoExecute");
+        }
+    });
+    let written = writer(env, &resource, meanwhile(&raw, "tolerant", in_front))?
+        .write(&observed, &execute_b)
+        .await?;
+    let stored = raw.get("tolerant").await?;
+    let effects: Vec<(String, String)> = stored.data["spec"]["template"]["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            (
+                t["key"].as_str().unwrap_or_default().to_owned(),
+                t["effect"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("raced", "NoSchedule"),
+        ("a", "NoSchedule"),
+        ("b", "NoExecute"),
+    ]
+    .map(|(k, e)| (k.to_owned(), e.to_owned()));
+    assert_eq!(effects, expected, "{:?}", written.outcome);
+    assert_eq!(written.outcome.conflicts, 1, "{:?}", written.outcome);
+    Ok(())
+}

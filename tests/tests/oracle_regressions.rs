@@ -119,3 +119,28 @@ async fn locked_keeps_an_in_process_strict_write() -> anyhow::Result<()> {
 async fn apply_writes_a_value_holding_a_control_character() -> anyhow::Result<()> {
     exact(r#"{"strategy":"apply","kind":"Specimen","copy":"Sorted","mutation":{"SetAnnotation":["other.example/url","\u0001ctl\u007f"]},"race":"None","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
 }
+
+/// Finding 5: an entry of a keyless list whose changed field's old value
+/// another entry shares is identified whole, so a rule put in front
+/// meanwhile trips the write instead of changing the wrong rule.
+#[tokio::test]
+async fn guarded_changes_the_right_entry_of_a_keyless_list() -> anyhow::Result<()> {
+    exact(r#"{"strategy":"guarded","kind":"Specimen","copy":"Raw","mutation":{"SetRuleVerbs":["watch"]},"race":"Rule","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":null,"color":null,"items":[],"rules":[{"verbs":["get"],"note":"x"},{"verbs":["get"],"note":"same"}],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
+}
+
+/// Found by the oracle: `guarded` reversing a keyed list tested each
+/// entry's identity after an earlier operation of the same patch had
+/// renamed it, so the patch could never apply.
+#[tokio::test]
+async fn guarded_reverses_a_keyed_list() -> anyhow::Result<()> {
+    exact(r#"{"strategy":"guarded","kind":"Specimen","copy":"Trimmed","mutation":"ReverseItems","race":"Size","initial":{"labels":[],"annotations":[],"last_applied":true,"finalizers":[],"size":null,"color":null,"items":[["b","tab\tquote\"back\\slash","plain"],["c","\u0001ctl",null]],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await?;
+    exact(r#"{"strategy":"guarded","kind":"Specimen","copy":"Lagging","mutation":"ReverseItems","race":"Finalizer","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":3,"color":null,"items":[["a","x",null],["b","y",null],["c","z","kept"]],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
+}
+
+/// Found by the oracle: `locked` reversing a list from a type that lacks
+/// a field of its entries keeps each entry's field on its entry.
+#[tokio::test]
+async fn locked_reverses_a_list_from_a_lagging_type() -> anyhow::Result<()> {
+    exact(r#"{"strategy":"locked","kind":"Specimen","copy":"Lagging","mutation":"ReverseItems","race":"None","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":1,"color":null,"items":[["b","","tab"],["c","ctl","url"]],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await?;
+    exact(r#"{"strategy":"locked","kind":"Specimen","copy":"Lagging","mutation":"ReverseItems","race":{"Annotation":"tab"},"initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":1,"color":null,"items":[["b","","tab"],["c","ctl","url"]],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
+}

@@ -115,6 +115,12 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
             }
         }
         Mut::RemoveTag(t) => list(&mut next, &["spec"], "tags").retain(|x| x != &json!(t)),
+        Mut::SetRuleVerbs(verbs) => {
+            let l = list(&mut next, &["spec"], "rules");
+            if let Some(r) = l.iter_mut().find(|r| r["note"] == "same") {
+                r["verbs"] = json!(verbs);
+            }
+        }
         Mut::SetNested(k, v) => {
             map(&mut next, &["spec", "nested"]).insert(k.clone(), v.clone());
         }
@@ -165,7 +171,12 @@ pub(crate) fn tidy(object: &mut Value) {
             }
         }
     }
-    for list in ["/spec/items", "/spec/tags", "/status/conditions"] {
+    for list in [
+        "/spec/items",
+        "/spec/tags",
+        "/spec/rules",
+        "/status/conditions",
+    ] {
         let empty = object.pointer(list).is_some_and(|v| v == &json!([]));
         if empty
             && let Some((parent, key)) = list.rsplit_once('/')

@@ -85,6 +85,9 @@ pub(crate) enum Mut {
     PushTag(String),
     /// A typed closure: remove a tag.
     RemoveTag(String),
+    /// A raw closure: the verbs of the rule noted `same` (an entry of a
+    /// keyless list, whose old verbs another entry shares).
+    SetRuleVerbs(Vec<String>),
     /// A raw closure: `spec.nested[key] = value`.
     SetNested(String, Value),
     /// A typed closure on the main resource changing a condition's message.
@@ -114,6 +117,8 @@ pub(crate) enum Race {
     Item,
     /// Another tag at index 0.
     Tag,
+    /// Another rule, with the same verbs, at index 0 of the keyless list.
+    Rule,
     /// `spec.size` set.
     Size,
     /// `spec.color` set (a dependency).
@@ -318,6 +323,10 @@ pub(crate) fn mutation(rng: &mut Rng, kind: Kind, copy: Copy) -> Mut {
                     options.extend(spec);
                     let key = (*rng.pick(&NESTED_KEYS)).to_owned();
                     options.push(Mut::SetNested(key, nested_value(rng)));
+                    let verbs = (*rng.pick(&[&["get", "list"][..], &["watch"], &[]])).to_vec();
+                    options.push(Mut::SetRuleVerbs(
+                        verbs.into_iter().map(str::to_owned).collect(),
+                    ));
                     options.push(Mut::Painted);
                 }
                 Copy::Lagging => {
@@ -381,6 +390,7 @@ pub(crate) fn race(rng: &mut Rng, kind: Kind, mutation: &Mut) -> Race {
             Race::Condition,
             Race::Item,
             Race::Tag,
+            Race::Rule,
             Race::Size,
             Race::Color,
             Race::Phase,

@@ -167,6 +167,13 @@ fn raw_spec(o: &mut Value, mutation: &Mut) {
                 o["spec"]["tags"] = Value::Array(tags);
             }
         }
+        Mut::SetRuleVerbs(verbs) => {
+            if let Some(rules) = o["spec"]["rules"].as_array_mut()
+                && let Some(r) = rules.iter_mut().find(|r| r["note"] == "same")
+            {
+                r["verbs"] = json!(verbs);
+            }
+        }
         Mut::RemoveTag(t) => {
             let mut tags = list(o, "tags");
             let len = tags.len();

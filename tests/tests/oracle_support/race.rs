@@ -46,6 +46,11 @@ pub(crate) fn apply_race(race: &Race, mutation: &Mut, object: &mut Value) {
             json!({"name": "raced", "value": "r&r", "extra": "kept"}),
         ),
         Race::Tag => insert_at_0(&mut object["spec"], "tags", json!("raced")),
+        Race::Rule => insert_at_0(
+            &mut object["spec"],
+            "rules",
+            json!({"verbs": ["get"], "note": "raced"}),
+        ),
         Race::Size => object["spec"]["size"] = json!(99),
         Race::Color => object["spec"]["color"] = json!("blue"),
         Race::Phase => object["status"]["phase"] = json!("Raced <phase>"),
