@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
 use concord_strategies::{
-    DEFAULT_FRESH_WAIT, Error as WriteError, Mutation, Target, WriteMetrics, Writer, Written,
-    strategy_for,
+    DEFAULT_FRESH_WAIT, Error as WriteError, Mutation, Target, WriteMetrics, WriteTurns, Writer,
+    Written, strategy_for,
 };
 use kube::Resource;
 use kube::core::ApiResource;
@@ -73,6 +73,9 @@ pub(crate) struct WriteRegistry {
     metrics: Mutex<BTreeMap<(String, StrategyName), Arc<WriteMetrics>>>,
     caches: Arc<Caches>,
     fresh_wait: Duration,
+    /// The turns every writer of this manager takes (whatever its
+    /// strategy, resource cell or controller), and no other manager's.
+    turns: WriteTurns,
     /// The resources writers were built for, in the order first asked.
     resources: Mutex<Vec<ResourceKey>>,
 }
@@ -94,6 +97,7 @@ impl WriteRegistry {
             metrics: Mutex::new(BTreeMap::new()),
             caches: Arc::default(),
             fresh_wait: DEFAULT_FRESH_WAIT,
+            turns: WriteTurns::default(),
             resources: Mutex::default(),
         }
     }
@@ -135,7 +139,8 @@ impl WriteRegistry {
                     self.caches.clone(),
                     resource.clone(),
                 )))
-                .with_fresh_wait(self.fresh_wait);
+                .with_fresh_wait(self.fresh_wait)
+                .with_turns(self.turns.clone());
             Writer::from_target(target, strategy_for(choice.strategy, choice.on_conflict))
         });
         ResourceWriter { cells }

@@ -8,9 +8,12 @@ use crate::write_loop::OnConflict;
 /// `lax`: a JSON merge patch computed from the observed object, with no
 /// precondition.
 ///
-/// One request, never a conflict — and no protection: a merge patch replaces
-/// lists whole, so a finalizer another writer added after the observation
-/// is silently dropped. This is the non-strict patch that lost Kueue's
+/// One request, never retried on a conflict — and no protection: a merge
+/// patch replaces lists whole, so a finalizer another writer added after
+/// the observation is silently dropped. (A change to a list of objects,
+/// which the merge patch would replace whole, goes as JSON-patch
+/// operations testing the entries it changes; when one changed meanwhile
+/// the write fails with [`Error::Conflict`](crate::Error::Conflict).) This is the non-strict patch that lost Kueue's
 /// finalizers, kept as the baseline the other strategies are measured
 /// against.
 ///

@@ -114,6 +114,8 @@ pub use strict::Strict;
 #[doc(inline)]
 pub use target::{DEFAULT_FIELD_MANAGER, Target};
 #[doc(inline)]
+pub use turns::WriteTurns;
+#[doc(inline)]
 pub use update::Update;
 #[doc(inline)]
 pub use writer::Writer;

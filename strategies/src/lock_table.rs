@@ -1,5 +1,5 @@
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
@@ -34,14 +34,6 @@ pub struct LockGuard {
 }
 
 impl LockTable {
-    /// The table the `locked` strategy uses unless given its own.
-    pub fn global() -> Arc<LockTable> {
-        static GLOBAL: OnceLock<Arc<LockTable>> = OnceLock::new();
-        GLOBAL
-            .get_or_init(|| Arc::new(LockTable::default()))
-            .clone()
-    }
-
     /// Wait for the lock of `key`.
     pub async fn lock(&self, key: ObjectKey) -> LockGuard {
         LockGuard {

@@ -10,12 +10,15 @@ use crate::{LockTable, WriteStrategy};
 /// `locked`: an in-process async mutex per object around a fresh `GET`,
 /// the mutation, and a merge patch without a resourceVersion.
 ///
-/// Argo Workflows' first fix. Tasks of this process writing the same object
-/// take turns, so each computes its patch from what the previous one wrote.
+/// Argo Workflows' first fix. Writes of the same object through the
+/// target's [turns](crate::WriteTurns) (a manager's writes, of every
+/// strategy) wait for each other, so each computes its patch from what the
+/// previous one wrote; given a [`LockTable`], `locked` writes sharing the
+/// table also exclude each other across targets.
 ///
 /// # Caveats
 ///
-/// A mutex protects only the tasks of one process. A write from another
+/// A mutex protects only the writes that share it, in one process. A write from another
 /// process (another controller, a second replica, `kubectl`) between the
 /// `GET` and the `PATCH` is lost exactly as with `lax`. Same-object writes
 /// are serialised and each costs a `GET`.
@@ -29,25 +32,26 @@ use crate::{LockTable, WriteStrategy};
 /// ```
 #[derive(Clone, Debug)]
 pub struct Locked {
-    table: Arc<LockTable>,
+    table: Option<Arc<LockTable>>,
 }
 
 impl Locked {
-    /// A `locked` strategy on the process-wide [`LockTable::global`].
+    /// A `locked` strategy excluding the writes that share the target's
+    /// turns.
     pub fn new() -> Self {
-        Locked {
-            table: LockTable::global(),
-        }
+        Locked { table: None }
     }
 
-    /// A `locked` strategy on its own table.
+    /// A `locked` strategy that also holds `table`'s lock of the object, so
+    /// `locked` writes sharing the table exclude each other whatever their
+    /// targets' turns.
     pub fn with_table(table: Arc<LockTable>) -> Self {
-        Locked { table }
+        Locked { table: Some(table) }
     }
 
-    /// The lock table in use.
-    pub fn table(&self) -> &Arc<LockTable> {
-        &self.table
+    /// The lock table in use, if any.
+    pub fn table(&self) -> Option<&Arc<LockTable>> {
+        self.table.as_ref()
     }
 }
 
@@ -68,6 +72,6 @@ impl WriteStrategy for Locked {
             request,
             OnConflict::Fail,
         )
-        .reading(Read::Always, Some(&self.table))
+        .reading(Read::Always, self.table.as_deref())
     }
 }

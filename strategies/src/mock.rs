@@ -44,9 +44,9 @@ pub(crate) fn target(answers: Vec<(u16, Value)>) -> (Target, Seen) {
     });
     let client = Client::new(service, "default");
     let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
-    // Each mock is a server of its own: its writes must not take turns with
-    // another test's writes to the same name.
-    (Target::new(client, resource).with_separate_turns(), seen)
+    // Each mock is a server of its own, and a target has turns of its own:
+    // its writes never take turns with another test's writes to the name.
+    (Target::new(client, resource), seen)
 }
 
 /// A ConfigMap at `rv`.

@@ -21,7 +21,9 @@ use crate::write_loop::OnConflict;
 ///
 /// # Taking turns
 ///
-/// Writes of this process to the same object take turns, and a write starts
+/// Writes to the same object through one [`Target`](crate::Target) (its
+/// clones, and every target sharing its [`WriteTurns`](crate::WriteTurns):
+/// all of one manager's) take turns, and a write starts
 /// from the copy the previous turn got back from the API server when that
 /// is newer than its own (reported as
 /// [`Outcome::rebased_on_own_write`](crate::Outcome::rebased_on_own_write)).

@@ -9,8 +9,7 @@ use kube::core::ApiResource;
 #[cfg(feature = "testing")]
 use crate::BeforeWrite;
 use crate::fresh::DEFAULT_FRESH_WAIT;
-use crate::turns::Turns;
-use crate::{FreshCopies, WriteMetrics};
+use crate::{FreshCopies, WriteMetrics, WriteTurns};
 
 /// The field manager concord writes under unless told otherwise.
 pub const DEFAULT_FIELD_MANAGER: &str = "concord";
@@ -40,7 +39,7 @@ pub struct Target {
     pub(crate) transient: RetryPolicy,
     pub(crate) fresh: Option<Arc<dyn FreshCopies>>,
     pub(crate) fresh_wait: Duration,
-    pub(crate) turns: Option<Arc<Turns>>,
+    pub(crate) turns: WriteTurns,
     #[cfg(feature = "testing")]
     pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
 }
@@ -56,7 +55,7 @@ impl Target {
             transient: RetryPolicy::transient(),
             fresh: None,
             fresh_wait: DEFAULT_FRESH_WAIT,
-            turns: None,
+            turns: WriteTurns::default(),
             #[cfg(feature = "testing")]
             before_write: None,
         }
@@ -105,15 +104,23 @@ impl Target {
         self
     }
 
-    /// Take turns (see [`Strict`](crate::Strict), "Taking turns") only
-    /// among this target's writes and its clones', not with the rest of the
-    /// process: the target then writes like another process would, meeting
-    /// the `409`s the others' writes cause. For tests and benchmarks that
-    /// stand for several writers in one process.
+    /// Take turns (see [`Strict`](crate::Strict), "Taking turns") in
+    /// `turns`, with every target given the same. A target starts with
+    /// turns of its own, shared by its clones only: two targets that write
+    /// the same objects from one process (a `locked` writer beside a
+    /// `strict` one) must share theirs, or a `locked` write's read-to-request
+    /// window is open to the other's writes. A manager gives one table to
+    /// every target it builds.
     #[must_use]
-    pub fn with_separate_turns(mut self) -> Self {
-        self.turns = Some(Arc::new(Turns::default()));
+    pub fn with_turns(mut self, turns: WriteTurns) -> Self {
+        self.turns = turns;
         self
+    }
+
+    /// The turns this target's writes take, to share with another target
+    /// ([`with_turns`](Self::with_turns)).
+    pub fn turns(&self) -> &WriteTurns {
+        &self.turns
     }
 
     /// Call `hook` after a write body is computed and before it is sent.
@@ -146,7 +153,7 @@ impl fmt::Debug for Target {
             .field("transient", &self.transient)
             .field("fresh", &self.fresh)
             .field("fresh_wait", &self.fresh_wait)
-            .field("separate_turns", &self.turns.is_some())
+            .field("turns", &self.turns.len())
             .finish_non_exhaustive()
     }
 }

@@ -15,7 +15,7 @@
 //! and a write from anywhere else in between still meets a `409`. Nothing
 //! is kept once no write of the object is running or waiting.
 
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -24,28 +24,51 @@ use crate::fresh::is_newer;
 use crate::lock_table::{Held, Table};
 use crate::observed::meta;
 
-/// A table of turns: the process-wide one, or a target's own
-/// ([`Target::with_separate_turns`](crate::Target::with_separate_turns)).
-pub(crate) type Turns = Table<Option<Value>>;
+/// The turns that writes of one object take (see [`Strict`](crate::Strict),
+/// "Taking turns"): a [`Target`](crate::Target) has its own, shared by its
+/// clones and by every target given the same ([`Target::with_turns`](crate::Target::with_turns));
+/// a manager gives one to every target it builds, so all its writes take
+/// turns with each other and none with another manager's.
+///
+/// ```
+/// use concord_strategies::{Target, WriteTurns};
+/// # fn demo(pods: Target, workloads: Target) {
+/// let turns = WriteTurns::default();
+/// let pods = pods.with_turns(turns.clone());
+/// let workloads = workloads.with_turns(turns);
+/// # }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct WriteTurns(Arc<Table<Option<Value>>>);
+
+impl WriteTurns {
+    /// Objects whose turn is held or awaited right now.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no turn is held or awaited.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// One object's turn, held until dropped.
 pub(crate) struct Turn {
     held: Held<Option<Value>>,
 }
 
-/// Wait for the turn of `key` in `table`, or among this process's writes.
+/// Wait for the turn of `key` in `turns`.
 ///
 /// A turn is held for one request (a `locked` write holds it from its read
 /// to its request), so the wait is bounded by those requests' timeouts. A
 /// write never goes without its turn: a `locked` write's request carries
 /// no version, so another write of this process landing between its read
 /// and its request would be lost.
-pub(crate) async fn take(key: ObjectKey, table: Option<&Turns>) -> Option<Turn> {
-    static PROCESS: OnceLock<Turns> = OnceLock::new();
-    let table = table.unwrap_or_else(|| PROCESS.get_or_init(Turns::default));
-    Some(Turn {
-        held: table.lock(key).await,
-    })
+pub(crate) async fn take(key: ObjectKey, turns: &WriteTurns) -> Turn {
+    Turn {
+        held: turns.0.lock(key).await,
+    }
 }
 
 impl Turn {
@@ -99,11 +122,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_turn_hands_a_newer_copy_of_the_same_object_to_the_next() {
+        let turns = WriteTurns::default();
         {
-            let mut first = take(key(), None).await.unwrap();
+            let mut first = take(key(), &turns).await;
             assert_eq!(first.newer_than(&copy("u", "5")), None);
-            let second = tokio::spawn(async {
-                let turn = take(key(), None).await.unwrap();
+            let theirs = turns.clone();
+            let second = tokio::spawn(async move {
+                let turn = take(key(), &theirs).await;
                 (
                     turn.newer_than(&copy("u", "5")),
                     turn.newer_than(&copy("u", "7")),
@@ -119,19 +144,18 @@ mod tests {
             assert_eq!(recreated, None);
         }
         // Nobody waited after the last turn: nothing is kept.
-        assert_eq!(
-            take(key(), None).await.unwrap().newer_than(&copy("u", "1")),
-            None
-        );
+        assert_eq!(take(key(), &turns).await.newer_than(&copy("u", "1")), None);
     }
 
     #[tokio::test]
     async fn a_copy_is_handed_on_only_in_the_version_it_was_read_in() {
         let versioned = |version: &str, rv: &str| json!({"apiVersion": version, "metadata": {"uid": "u", "resourceVersion": rv}});
         let key = ObjectKey::new("turns-version-test", Some("ns"), "p");
-        let mut first = take(key.clone(), None).await.unwrap();
+        let turns = WriteTurns::default();
+        let mut first = take(key.clone(), &turns).await;
+        let theirs = turns.clone();
         let second = tokio::spawn(async move {
-            let turn = take(key, None).await.unwrap();
+            let turn = take(key, &theirs).await;
             (
                 turn.newer_than(&versioned("x/v1beta1", "5")),
                 turn.newer_than(&versioned("x/v1", "5")),

@@ -57,7 +57,7 @@ impl Session<'_> {
         let decided = decided_from(mutation, &current);
         loop {
             let mut turn = match takes_turns {
-                true => turns::take(self.key.clone(), self.target.turns.as_deref()).await,
+                true => Some(turns::take(self.key.clone(), &self.target.turns).await),
                 false => None,
             };
             if rebases && let Some(copy) = turn.as_ref().and_then(|t| t.newer_than(&current)) {
@@ -291,9 +291,9 @@ pub(crate) async fn run(
         };
         // `locked` also holds the object's turn from its read to its
         // request, so no other write of this process lands in between.
-        let _turn = match lock {
-            Some(_) => turns::take(session.key.clone(), target.turns.as_deref()).await,
-            None => None,
+        let _turn = match read {
+            Read::Always => Some(turns::take(session.key.clone(), &target.turns).await),
+            _ => None,
         };
         let reads = match read {
             Read::Never => false,

@@ -96,7 +96,8 @@ async fn update_never_puts_a_copy_an_earlier_turn_did_not_store() -> anyhow::Res
         env.client()?,
         strategy_for(StrategyName::Update, policy()),
         &resource,
-    );
+    )
+    .with_target(|t| t.with_turns(strict.target().turns().clone()));
     let typed_copy = typed.get("turns").await?;
     let first = tokio::spawn(async move {
         strict
@@ -141,7 +142,8 @@ async fn requeue_is_not_rebased_on_a_sibling_answer() -> anyhow::Result<()> {
     let requeue = strategy_for(StrategyName::Strict, ConflictPolicy::Requeue);
     let held = Writer::<DynamicObject>::new_with(env.client()?, requeue.clone(), &resource)
         .with_target(|t| t.with_before_write(gate.clone()));
-    let sibling = Writer::<DynamicObject>::new_with(env.client()?, requeue, &resource);
+    let sibling = Writer::<DynamicObject>::new_with(env.client()?, requeue, &resource)
+        .with_target(|t| t.with_turns(held.target().turns().clone()));
     let copy = observed.clone();
     let first =
         tokio::spawn(async move { held.write(&copy, &Intent::set_label("a", "1").into()).await });
@@ -228,7 +230,8 @@ async fn a_throttled_write_releases_its_turn_while_it_waits() -> anyhow::Result<
         Target::new(kube::Client::try_from(config)?, resource.clone()),
         strict.clone(),
     );
-    let direct = Writer::<DynamicObject>::new_with(env.client()?, strict, &resource);
+    let direct = Writer::<DynamicObject>::new_with(env.client()?, strict, &resource)
+        .with_target(|t| t.with_turns(throttled.target().turns().clone()));
     let copy = observed.clone();
     let first = tokio::spawn(async move {
         throttled

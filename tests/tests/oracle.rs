@@ -9,7 +9,7 @@
 //! ```text
 //! cargo test -p concord-tests --test oracle -- --nocapture
 //! # the soak: any number of cases, any seed
-//! CONCORD_ORACLE_CASES=20000 CONCORD_ORACLE_SEED=7 cargo test --release -p concord-tests --test oracle -- --nocapture
+//! CONCORD_ORACLE_CASES=20000 CONCORD_ORACLE_SEED=7 cargo test -p concord-tests --test oracle -- --nocapture
 //! ```
 
 mod oracle_support;

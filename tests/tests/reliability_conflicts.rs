@@ -79,7 +79,9 @@ async fn storm(name: StrategyName, policy: ConflictPolicy) -> anyhow::Result<()>
     let tasks: Vec<_> = (0..WRITERS)
         .map(|task| {
             let (writer, cms, object, mut seen) = (
-                writer.clone().with_target(|t| t.with_separate_turns()),
+                writer
+                    .clone()
+                    .with_target(|t| t.with_turns(concord_strategies::WriteTurns::default())),
                 cms.clone(),
                 object.clone(),
                 observed.clone(),

@@ -84,7 +84,9 @@ async fn argo(
     let hold = Arc::new(HoldFirst::default());
     let first = Writer::<Pod>::new(ns.client(), strategy.clone())
         .with_target(|t| t.with_before_write(hold.clone()));
-    let second = Writer::<Pod>::new(ns.client(), strategy);
+    // Two writers of one process: they share turns, as a manager's do.
+    let second = Writer::<Pod>::new(ns.client(), strategy)
+        .with_target(|t| t.with_turns(first.target().turns().clone()));
     let second = if foreign {
         let hook = Arc::new(Foreign {
             api: pods.clone(),
