@@ -260,3 +260,110 @@ async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
     Ok(())
 }
 // ANCHOR_END: series
+
+/// Reads until the server closes the connection (bounded by 20 s): what
+/// it sent, and how long it took.
+async fn until_closed(tcp: &mut TcpStream) -> (String, Duration) {
+    let start = std::time::Instant::now();
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut seen)).await;
+    (String::from_utf8_lossy(&seen).into_owned(), start.elapsed())
+}
+
+// ANCHOR: stalled
+#[tokio::test]
+async fn a_stalled_scraper_is_cut_off_while_others_are_served() -> Result<()> {
+    const LIMIT: Duration = Duration::from_secs(1);
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let args = ManagerArgs::new()
+        .with_metrics_bind_address("127.0.0.1:0")
+        .with_health_probe_bind_address("127.0.0.1:0");
+    let mut manager = Manager::builder("observability-stalled")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .with_endpoint_header_read_timeout(LIMIT)
+        .with_endpoint_body_read_timeout(LIMIT)
+        .build()
+        .await?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    let health_at = manager.health_address().context("probes are served")?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    // Half a request line, then nothing.
+    let mut stalled = TcpStream::connect(metrics_at).await?;
+    stalled.write_all(b"GET /metr").await?;
+    // A body promised and never sent.
+    let mut slow_body = TcpStream::connect(health_at).await?;
+    slow_body
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\nab")
+        .await?;
+    // Meanwhile every other client is answered.
+    for _ in 0..3 {
+        let (status, body) = get(metrics_at, "/metrics").await?;
+        assert_eq!(status, 200);
+        assert!(body.contains("concord_leader"), "{body}");
+        assert_eq!(get(health_at, "/healthz").await?.0, 200);
+    }
+    let (sent, took) = until_closed(&mut stalled).await;
+    assert!(
+        took < Duration::from_secs(10),
+        "a stalled header is cut off near the 1 s timeout, not held ({took:?}, sent {sent:?})"
+    );
+    let (sent, took) = until_closed(&mut slow_body).await;
+    assert!(
+        took < Duration::from_secs(10),
+        "a stalled body is cut off near the 1 s timeout ({took:?})"
+    );
+    assert!(
+        sent.starts_with("HTTP/1.1 408"),
+        "a late body gets a 408: {sent:?}"
+    );
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
+// ANCHOR_END: stalled
+
+#[tokio::test]
+async fn openmetrics_scrapers_get_the_same_series() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let args = ManagerArgs::new().with_metrics_bind_address("127.0.0.1:0");
+    let ns = env.namespace().await?;
+    let mut manager = Manager::builder("observability-openmetrics")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .build()
+        .await?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    // A manager runs (and serves) while it has a controller.
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    let mut tcp = TcpStream::connect(metrics_at).await?;
+    tcp.write_all(
+        b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+          accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n",
+    )
+    .await?;
+    let (answer, _) = until_closed(&mut tcp).await;
+    let (head, body) = answer.split_once("\r\n\r\n").context("an HTTP answer")?;
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (_, text) = get(metrics_at, "/metrics").await?;
+    assert!(!text.contains("# EOF"));
+    assert_eq!(series(body)?, series(&text)?);
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
