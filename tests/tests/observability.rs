@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use concord::prometheus_client::metrics::counter::Counter;
 use concord::webhook::WebhookOptions;
 use concord::{
     Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, ShardingMode, WriteError,
@@ -344,6 +345,13 @@ async fn openmetrics_scrapers_get_the_same_series() -> Result<()> {
     // A manager runs (and serves) while it has a controller.
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    // ANCHOR: own
+    let jobs: Counter = Counter::default();
+    manager.metrics().register(|registry| {
+        registry.register("myop_jobs", "Jobs my operator started.", jobs.clone());
+    });
+    jobs.inc();
+    // ANCHOR_END: own
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     let mut tcp = TcpStream::connect(metrics_at).await?;
@@ -362,6 +370,7 @@ async fn openmetrics_scrapers_get_the_same_series() -> Result<()> {
     assert!(body.ends_with("# EOF\n"), "{body}");
     let (_, text) = get(metrics_at, "/metrics").await?;
     assert!(!text.contains("# EOF"));
+    assert!(text.lines().any(|l| l == "myop_jobs_total 1"), "{text}");
     assert_eq!(series(body)?, series(&text)?);
     stop.shutdown();
     running.await??;
