@@ -47,6 +47,28 @@ impl ClientCounters {
     }
 }
 
+impl prometheus_client::collector::Collector for ClientCounters {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric as _;
+        let mut family = encoder.encode_descriptor(
+            "concord_client_retried_responses",
+            "Answers the client retried by itself, honouring Retry-After (429 throttling, 503, 504).",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (code, n) in self.by_code() {
+            let code = code.to_string();
+            let labels = [("code", code.as_str())];
+            prometheus_client::metrics::counter::ConstCounter::new(n)
+                .encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
 /// Builds a client whose throttling is visible and retried in one place.
 ///
 /// Requests a write strategy sends carry

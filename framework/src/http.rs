@@ -1,10 +1,16 @@
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::net::TcpListener;
 
+use crate::serve::{BodyError, Limits, Plain, Respond, read_body};
 use crate::{Error, Metrics};
 
 /// Parses a controller-runtime style bind address: `host:port`, `:port`
@@ -31,67 +37,110 @@ pub(crate) async fn bind(address: SocketAddr, what: &'static str) -> Result<TcpL
         })
 }
 
-/// What an endpoint server answers.
+/// What an endpoint server answers: the metrics (`GET /metrics`) or the
+/// probes (`GET /healthz`, `GET /readyz`).
 #[derive(Clone)]
 pub(crate) enum Endpoints {
     Metrics(Arc<Metrics>),
     Health(Arc<AtomicBool>),
 }
 
-/// Serves plain HTTP/1.1 GETs, one response per connection; enough for
-/// Prometheus scrapes and kubelet probes without a web framework.
-pub(crate) async fn serve(listener: TcpListener, endpoints: Endpoints) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let endpoints = endpoints.clone();
-        tokio::spawn(async move {
-            if let Err(error) = answer(stream, &endpoints).await {
-                tracing::debug!(%error, "endpoint request failed");
-            }
-        });
+/// The largest request body an endpoint reads (its GETs carry none).
+const MAX_BODY: usize = 16 << 10;
+
+/// Serves `endpoints` on `listener` until `stop` completes: the same hyper
+/// server as the webhooks', within `limits`.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    endpoints: Endpoints,
+    limits: Limits,
+    stop: impl Future<Output = ()> + Send,
+) {
+    crate::serve::serve(listener, Plain, Arc::new((endpoints, limits)), limits, stop).await;
+}
+
+impl Respond for (Endpoints, Limits) {
+    fn respond(
+        &self,
+        request: Request<Incoming>,
+    ) -> impl Future<Output = Response<Full<Bytes>>> + Send {
+        let (endpoints, limits) = self;
+        answer(request, endpoints, limits.body_read)
     }
 }
 
-async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 2048];
-    let mut len = 0;
-    // Requests are tiny; read until the end of the headers or the buffer is full.
-    while len < buf.len() {
-        let n = stream.read(&mut buf[len..]).await?;
-        if n == 0 {
-            break;
+async fn answer(
+    request: Request<Incoming>,
+    endpoints: &Endpoints,
+    body_read: Duration,
+) -> Response<Full<Bytes>> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let openmetrics = request
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    // A body is unexpected, but read (or time out) before answering so
+    // that a slow one cannot hold the connection.
+    match read_body(request, MAX_BODY, body_read).await {
+        Ok(_) => {}
+        Err(BodyError::Late) => {
+            let mut response = respond(
+                StatusCode::REQUEST_TIMEOUT,
+                "text/plain",
+                "request body too slow\n".into(),
+            );
+            response.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
+            return response;
         }
-        len += n;
-        if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
+        Err(BodyError::Unreadable(e)) => {
+            return respond(StatusCode::BAD_REQUEST, "text/plain", format!("{e}\n"));
         }
     }
-    let request = String::from_utf8_lossy(&buf[..len]);
-    let path = request.split_whitespace().nth(1).unwrap_or("/");
-    let (status, content_type, body) = match (endpoints, path) {
-        (Endpoints::Metrics(metrics), "/metrics") => {
-            ("200 OK", "text/plain; version=0.0.4", metrics.render())
-        }
-        (Endpoints::Health(_), "/healthz") => ("200 OK", "text/plain", "ok".to_owned()),
-        (Endpoints::Health(ready), "/readyz") if ready.load(Ordering::Relaxed) => {
-            ("200 OK", "text/plain", "ok".to_owned())
-        }
-        (Endpoints::Health(_), "/readyz") => (
-            "503 Service Unavailable",
+    if method != Method::GET && method != Method::HEAD {
+        return respond(
+            StatusCode::METHOD_NOT_ALLOWED,
             "text/plain",
-            "not ready".to_owned(),
+            format!("{path} takes GET\n"),
+        );
+    }
+    match (endpoints, path.as_str()) {
+        (Endpoints::Metrics(metrics), "/metrics") if openmetrics => respond(
+            StatusCode::OK,
+            crate::metrics::OPENMETRICS_CONTENT_TYPE,
+            metrics.render_openmetrics(),
         ),
-        _ => ("404 Not Found", "text/plain", "not found".to_owned()),
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
+        (Endpoints::Metrics(metrics), "/metrics") => respond(
+            StatusCode::OK,
+            crate::metrics::TEXT_CONTENT_TYPE,
+            metrics.render(),
+        ),
+        (Endpoints::Health(_), "/healthz") => respond(StatusCode::OK, "text/plain", "ok".into()),
+        (Endpoints::Health(ready), "/readyz") if ready.load(Ordering::Relaxed) => {
+            respond(StatusCode::OK, "text/plain", "ok".into())
+        }
+        (Endpoints::Health(_), "/readyz") => respond(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            "not ready".into(),
+        ),
+        _ => respond(StatusCode::NOT_FOUND, "text/plain", "not found".into()),
+    }
+}
+
+fn respond(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
     );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
+    response
 }
 
 #[cfg(test)]

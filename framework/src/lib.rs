@@ -38,6 +38,7 @@ mod metrics;
 mod object;
 mod rbac;
 mod reconciler;
+mod serve;
 mod sharding;
 mod task;
 mod view;
@@ -62,7 +63,7 @@ pub use leader::LeaderElectionConfig;
 #[doc(inline)]
 pub use manager::{Built, Manager, ManagerBuilder, ShutdownHandle};
 #[doc(inline)]
-pub use metrics::Metrics;
+pub use metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 #[doc(inline)]
 pub use object::Object;
 #[doc(inline)]
@@ -84,3 +85,4 @@ pub use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, O
 pub use kube;
 pub use kube::runtime::controller::Action;
 pub use kube::runtime::events::EventType;
+pub use prometheus_client;

@@ -28,6 +28,7 @@ pub struct ManagerBuilder {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    endpoints: crate::serve::Limits,
     reread_wait: Duration,
     cache_trim: CacheTrim,
     // Webhooks (framework/src/webhook): served beside the controllers.
@@ -89,6 +90,32 @@ impl ManagerBuilder {
     /// Whether [`Manager::run`] stops on SIGTERM and SIGINT (default: yes).
     pub fn with_signal_handling(mut self, on: bool) -> Self {
         self.signals = on;
+        self
+    }
+
+    /// How long a client of the metrics and health endpoints may take to
+    /// send a request's headers, from the moment the connection is ready
+    /// for one (default 10 s, at least 10 ms); a connection that takes
+    /// longer is closed.
+    pub fn with_endpoint_header_read_timeout(mut self, limit: Duration) -> Self {
+        self.endpoints.header_read = limit.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a client of the metrics and health endpoints may take to
+    /// send a request's body once its headers are in (default 30 s, at
+    /// least 10 ms); a late body is answered with a 408 and the connection
+    /// closed.
+    pub fn with_endpoint_body_read_timeout(mut self, limit: Duration) -> Self {
+        self.endpoints.body_read = limit.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many connections each of the metrics and health endpoints keeps
+    /// open at once (default 256, at least 1); further clients wait in the
+    /// listen backlog until one closes.
+    pub fn with_endpoint_max_connections(mut self, limit: usize) -> Self {
+        self.endpoints.connections = limit.max(1);
         self
     }
 
@@ -262,7 +289,7 @@ impl ManagerBuilder {
             _ => None,
         };
         if let Some(server) = &webhook_server {
-            metrics.set_webhooks(server.metrics());
+            metrics.register_collector(server.metrics().collector());
         }
         let sharding = self.args.shards.is_on().then(|| {
             let namespace = self
@@ -286,7 +313,7 @@ impl ManagerBuilder {
             )
         });
         if let Some(sharding) = &sharding {
-            metrics.set_sharding(sharding.stats());
+            metrics.register_collector(sharding.stats());
         }
         let (shutdown, _) = watch::channel(false);
         Ok(Manager {
@@ -313,6 +340,7 @@ impl ManagerBuilder {
             leader: self.leader,
             signals: self.signals,
             grace: self.grace,
+            endpoints: self.endpoints,
             cache_trim: self.cache_trim,
         })
     }
@@ -347,6 +375,7 @@ impl Manager {
             leader: LeaderElectionConfig::default(),
             signals: true,
             grace: Duration::from_secs(30),
+            endpoints: crate::serve::Limits::default(),
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             cache_trim: CacheTrim::default(),
             webhooks: None,

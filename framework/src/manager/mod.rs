@@ -69,6 +69,7 @@ pub struct Manager {
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
+    endpoints: crate::serve::Limits,
     cache_trim: crate::CacheTrim,
     sharding: Option<Sharding>,
     webhook_server: Option<crate::webhook::WebhookServer>,

@@ -22,11 +22,21 @@ impl Manager {
         let findings =
             super::table_check::findings(self.config.strategies(), &self.writes.resources());
         super::table_check::report(&findings);
+        // The endpoints answer probes and scrapes through the shutdown
+        // grace period and stop when `run` returns (the senders drop).
+        let (_metrics_running, metrics_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.metrics_listener.take() {
-            tokio::spawn(serve(listener, Endpoints::Metrics(self.metrics.clone())));
+            let endpoints = Endpoints::Metrics(self.metrics.clone());
+            tokio::spawn(serve(listener, endpoints, self.endpoints, async move {
+                let _ = metrics_stop.await;
+            }));
         }
+        let (_health_running, health_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.health_listener.take() {
-            tokio::spawn(serve(listener, Endpoints::Health(self.ready.clone())));
+            let endpoints = Endpoints::Health(self.ready.clone());
+            tokio::spawn(serve(listener, endpoints, self.endpoints, async move {
+                let _ = health_stop.await;
+            }));
         }
         if self.signals {
             tokio::spawn(stop_on_signals(self.shutdown_handle()));

@@ -1,10 +1,15 @@
 //! The sharding metrics of one replica.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Counters and gauges of one replica's membership, rendered beside the
-/// manager's other metrics.
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+/// Counters and gauges of one replica's membership, registered with the
+/// manager's metrics.
 #[derive(Debug, Default)]
 pub(crate) struct ShardStats {
     pub(crate) members: AtomicU64,
@@ -18,77 +23,75 @@ pub(crate) struct ShardStats {
     pub(crate) refused_members: AtomicU64,
 }
 
-impl ShardStats {
-    /// Appends the metrics in the Prometheus text format.
-    pub(crate) fn render(&self, out: &mut String) {
-        let gauges = [
+impl Collector for ShardStats {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        // Counters are named without `_total`: the encoder appends it.
+        let series = [
             (
                 "concord_shard_members",
-                "gauge",
+                MetricType::Gauge,
                 "Live members of the shard ring this replica sees, itself included.",
-                self.members.load(Relaxed),
+                &self.members,
             ),
             (
                 "concord_shard_keys_owned",
-                "gauge",
+                MetricType::Gauge,
                 "Objects in this replica's caches that it owns in the view it acknowledged.",
-                self.keys_owned.load(Relaxed),
+                &self.keys_owned,
             ),
             (
-                "concord_shard_moves_total",
-                "counter",
+                "concord_shard_moves",
+                MetricType::Counter,
                 "Objects that moved to or from this replica when it acknowledged a new view.",
-                self.moves.load(Relaxed),
+                &self.moves,
             ),
             (
                 "concord_shard_ring_version",
-                "gauge",
+                MetricType::Gauge,
                 "How many views this replica has acknowledged in its Lease.",
-                self.ring_version.load(Relaxed),
+                &self.ring_version,
             ),
             (
-                "concord_shard_relabels_total",
-                "counter",
+                "concord_shard_relabels",
+                MetricType::Counter,
                 "Objects this replica labelled with their shard as the sharder (label mode).",
-                self.relabels.load(Relaxed),
+                &self.relabels,
             ),
             (
                 "concord_shard_refused_members",
-                "gauge",
+                MetricType::Gauge,
                 "Live Leases of this ring's name whose configuration differs and whose scope overlaps ours; while any, this replica reconciles nothing.",
-                self.refused_members.load(Relaxed),
+                &self.refused_members,
             ),
             (
-                "concord_shard_drains_total",
-                "counter",
+                "concord_shard_drains",
+                MetricType::Counter,
                 "View changes this replica acknowledged.",
-                self.drains.load(Relaxed),
+                &self.drains,
             ),
         ];
-        for (name, kind, help, value) in gauges {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            let _ = writeln!(out, "{name} {value}");
+        for (name, kind, help, value) in series {
+            let value = value.load(Relaxed);
+            let metric = encoder.encode_descriptor(name, help, None, kind)?;
+            if matches!(kind, MetricType::Counter) {
+                ConstCounter::new(value).encode(metric)?;
+            } else {
+                ConstGauge::new(value).encode(metric)?;
+            }
         }
-        let _ = writeln!(
-            out,
-            "# HELP concord_shard_drain_seconds_total Time from seeing a new view to acknowledging it (reconciles of lost keys drained)."
-        );
-        let _ = writeln!(out, "# TYPE concord_shard_drain_seconds_total counter");
-        let _ = writeln!(
-            out,
-            "concord_shard_drain_seconds_total {}",
-            self.drain_micros_total.load(Relaxed) as f64 / 1e6
-        );
-        let _ = writeln!(
-            out,
-            "# HELP concord_shard_last_drain_seconds The last drain's duration."
-        );
-        let _ = writeln!(out, "# TYPE concord_shard_last_drain_seconds gauge");
-        let _ = writeln!(
-            out,
-            "concord_shard_last_drain_seconds {}",
-            self.drain_micros_last.load(Relaxed) as f64 / 1e6
-        );
+        let metric = encoder.encode_descriptor(
+            "concord_shard_drain_seconds",
+            "Time from seeing a new view to acknowledging it (reconciles of lost keys drained).",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(self.drain_micros_total.load(Relaxed) as f64 / 1e6).encode(metric)?;
+        let metric = encoder.encode_descriptor(
+            "concord_shard_last_drain_seconds",
+            "The last drain's duration.",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(self.drain_micros_last.load(Relaxed) as f64 / 1e6).encode(metric)
     }
 }

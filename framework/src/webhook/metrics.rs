@@ -1,10 +1,15 @@
 //! Admission and conversion counts and latencies per webhook.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::Registry;
 
 use super::handler::Outcome;
 
@@ -17,24 +22,31 @@ const BUCKETS: [f64; 14] = [
 #[derive(Debug, Default)]
 struct Counters {
     outcomes: [AtomicU64; 6],
+    /// Cumulative: bucket `i` counts every request at most `BUCKETS[i]`.
     buckets: [AtomicU64; BUCKETS.len()],
     count: AtomicU64,
     micros: AtomicU64,
 }
 
-/// What the webhook server has answered, per webhook, in the Prometheus
-/// text format: `concord_webhook_requests_total{webhook,outcome}` (outcome
-/// `allowed`, `patched`, `denied`, `timed_out`, `invalid`, `error`) and the
-/// histogram `concord_webhook_latency_seconds{webhook}` of the time from a
-/// request's body being read to its answer being ready.
+type ByWebhook = Arc<Mutex<BTreeMap<String, Arc<Counters>>>>;
+
+/// What the webhook server has answered, per webhook:
+/// `concord_webhook_requests_total{webhook,outcome}` (outcome `allowed`,
+/// `patched`, `denied`, `timed_out`, `invalid`, `error`) and the histogram
+/// `concord_webhook_latency_seconds{webhook}` of the time from a request's
+/// body being read to its answer being ready.
 ///
-/// A manager serving webhooks renders these on its own `/metrics`
-/// (`--metrics-bind-address`) after its other series; the webhook server
-/// also answers `GET /metrics` with them alone.
+/// A manager serving webhooks registers these with its own metrics
+/// (`--metrics-bind-address`); the webhook server also answers
+/// `GET /metrics` with them alone.
 #[derive(Debug, Default)]
 pub struct WebhookMetrics {
-    webhooks: Mutex<BTreeMap<String, Arc<Counters>>>,
+    webhooks: ByWebhook,
 }
+
+/// The collector the manager registers: it reads the same counters.
+#[derive(Debug)]
+pub(crate) struct WebhookSeries(ByWebhook);
 
 impl WebhookMetrics {
     fn counters(&self, webhook: &str) -> Arc<Counters> {
@@ -85,45 +97,90 @@ impl WebhookMetrics {
             .map(|(_, bound)| Duration::from_secs_f64(bound))
     }
 
-    /// Everything, in the Prometheus text format.
+    /// The collector of these series, for a registry.
+    pub(crate) fn collector(&self) -> WebhookSeries {
+        WebhookSeries(self.webhooks.clone())
+    }
+
+    /// Everything, in the Prometheus text format (version 0.0.4).
     pub fn render(&self) -> String {
-        let map = self.webhooks.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP concord_webhook_requests_total Webhook requests answered, by outcome.\n# TYPE concord_webhook_requests_total counter"
-        );
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self.collector()));
+        crate::metrics::encode_text(&registry)
+    }
+}
+
+impl Collector for WebhookSeries {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut family = encoder.encode_descriptor(
+            "concord_webhook_requests",
+            "Webhook requests answered, by outcome.",
+            None,
+            MetricType::Counter,
+        )?;
         for (name, counters) in map.iter() {
             for outcome in Outcome::ALL {
                 let n = counters.outcomes[outcome.index()].load(Relaxed);
-                let _ = writeln!(
-                    out,
-                    "concord_webhook_requests_total{{webhook=\"{name}\",outcome=\"{}\"}} {n}",
-                    outcome.label()
-                );
+                let labels = [("webhook", name.as_str()), ("outcome", outcome.label())];
+                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
             }
         }
-        let _ = writeln!(
-            out,
-            "# HELP concord_webhook_latency_seconds Time to answer a webhook request.\n# TYPE concord_webhook_latency_seconds histogram"
-        );
+        let mut family = encoder.encode_descriptor(
+            "concord_webhook_latency_seconds",
+            "Time to answer a webhook request.",
+            None,
+            MetricType::Histogram,
+        )?;
         for (name, counters) in map.iter() {
+            // The counters are cumulative; the encoder wants each bucket's own.
+            let mut below = 0;
+            let mut buckets: Vec<(f64, u64)> = Vec::with_capacity(BUCKETS.len() + 1);
             for (bucket, bound) in counters.buckets.iter().zip(BUCKETS) {
-                let _ = writeln!(
-                    out,
-                    "concord_webhook_latency_seconds_bucket{{webhook=\"{name}\",le=\"{bound}\"}} {}",
-                    bucket.load(Relaxed)
-                );
+                let cumulative = bucket.load(Relaxed);
+                buckets.push((bound, cumulative.saturating_sub(below)));
+                below = below.max(cumulative);
             }
             let count = counters.count.load(Relaxed);
-            let _ = writeln!(
-                out,
-                "concord_webhook_latency_seconds_bucket{{webhook=\"{name}\",le=\"+Inf\"}} {count}\n\
-                 concord_webhook_latency_seconds_sum{{webhook=\"{name}\"}} {}\n\
-                 concord_webhook_latency_seconds_count{{webhook=\"{name}\"}} {count}",
-                counters.micros.load(Relaxed) as f64 / 1e6
-            );
+            buckets.push((f64::INFINITY, count.saturating_sub(below)));
+            let labels = [("webhook", name.as_str())];
+            family
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(
+                    counters.micros.load(Relaxed) as f64 / 1e6,
+                    count,
+                    &buckets,
+                    None,
+                )?;
         }
-        out
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_histogram_stays_cumulative_in_the_text() {
+        let metrics = WebhookMetrics::default();
+        metrics.record("v", Outcome::ALL[0], Duration::from_micros(50));
+        metrics.record("v", Outcome::ALL[0], Duration::from_millis(3));
+        metrics.record("v", Outcome::ALL[0], Duration::from_secs(9));
+        let text = metrics.render();
+        for line in [
+            "concord_webhook_latency_seconds_bucket{webhook=\"v\",le=\"0.0001\"} 1",
+            "concord_webhook_latency_seconds_bucket{webhook=\"v\",le=\"0.0025\"} 1",
+            "concord_webhook_latency_seconds_bucket{webhook=\"v\",le=\"0.005\"} 2",
+            "concord_webhook_latency_seconds_bucket{webhook=\"v\",le=\"5\"} 2",
+            "concord_webhook_latency_seconds_bucket{webhook=\"v\",le=\"+Inf\"} 3",
+            "concord_webhook_latency_seconds_count{webhook=\"v\"} 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+        assert_eq!(
+            metrics.latency_quantile("v", 0.5),
+            Some(Duration::from_secs_f64(0.005))
+        );
     }
 }

@@ -1,7 +1,6 @@
 //! The HTTPS server the API server calls.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -9,40 +8,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
 use super::handler::{Answer, Handler, Outcome};
 use super::tls::{ReloadingCert, server_config};
 use super::{WebhookError, WebhookMetrics, Webhooks};
+use crate::serve::{BodyError, Handshake, Limits, Respond, read_body};
 
 /// The largest request body read: conversion reviews carry many objects.
 const MAX_BODY: usize = 64 << 20;
 /// How long a client may take to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long open connections get to finish their request at shutdown.
-const DRAIN: Duration = Duration::from_secs(5);
 /// Default for [`WebhookServer::with_header_read_timeout`].
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`WebhookServer::with_body_read_timeout`].
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default for [`WebhookServer::with_max_connections`].
 const MAX_CONNECTIONS: usize = 256;
-
-/// What bounds a client's use of the server.
-#[derive(Clone, Copy, Debug)]
-struct Limits {
-    header_read: Duration,
-    body_read: Duration,
-    connections: usize,
-}
 
 struct Route {
     name: String,
@@ -189,7 +176,6 @@ impl WebhookServer {
     /// Serves until `stop` completes, then lets open connections finish
     /// their request (up to 5 s) and returns.
     pub async fn serve(self, stop: impl Future<Output = ()> + Send) {
-        let (stopping, stopped) = watch::channel(false);
         let cert = self.cert.clone();
         let every = self.reload_every;
         let reload = tokio::spawn(async move {
@@ -205,90 +191,60 @@ impl WebhookServer {
                 }
             }
         });
-        tokio::pin!(stop);
-        let slots = Arc::new(Semaphore::new(self.limits.connections));
-        loop {
-            // A slot first, then a connection: when every slot is taken,
-            // new clients wait in the kernel's backlog rather than in
-            // memory here.
-            let slot = tokio::select! {
-                () = &mut stop => break,
-                slot = slots.clone().acquire_owned() => match slot {
-                    Ok(slot) => slot,
-                    Err(_closed) => break,
-                },
-            };
-            tokio::select! {
-                () = &mut stop => break,
-                accepted = self.listener.accept() => {
-                    let Ok((tcp, _)) = accepted else {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    };
-                    let _ = tcp.set_nodelay(true);
-                    let served = connection(
-                        tcp,
-                        self.acceptor.clone(),
-                        self.routes.clone(),
-                        self.metrics.clone(),
-                        stopped.clone(),
-                        self.limits,
-                    );
-                    tokio::spawn(async move {
-                        served.await;
-                        drop(slot);
-                    });
-                }
-            }
-        }
+        let routes = Routes {
+            routes: self.routes,
+            metrics: self.metrics,
+            body_read: self.limits.body_read,
+        };
+        crate::serve::serve(
+            self.listener,
+            Tls(self.acceptor),
+            Arc::new(routes),
+            self.limits,
+            stop,
+        )
+        .await;
         reload.abort();
-        stopping.send_replace(true);
-        drop(self.listener);
-        // Give connections their drain time before the caller moves on.
-        let deadline = Instant::now() + DRAIN;
-        while stopping.receiver_count() > 1 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The TLS handshake, bounded in time.
+#[derive(Clone)]
+struct Tls(TlsAcceptor);
+
+impl Handshake for Tls {
+    type Io = TlsStream<TcpStream>;
+    fn handshake(
+        &self,
+        tcp: TcpStream,
+    ) -> impl Future<Output = Option<TlsStream<TcpStream>>> + Send {
+        let accept = self.0.accept(tcp);
+        async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
+                Ok(Ok(tls)) => Some(tls),
+                Ok(Err(error)) => {
+                    tracing::debug!(%error, "webhook TLS handshake failed");
+                    None
+                }
+                Err(_) => None,
+            }
         }
     }
 }
 
-async fn connection(
-    tcp: TcpStream,
-    acceptor: TlsAcceptor,
+/// The webhook paths and the metrics they count into.
+struct Routes {
     routes: Arc<HashMap<String, Route>>,
     metrics: Arc<WebhookMetrics>,
-    mut stop: watch::Receiver<bool>,
-    limits: Limits,
-) {
-    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(error)) => {
-            tracing::debug!(%error, "webhook TLS handshake failed");
-            return;
-        }
-        Err(_) => return,
-    };
-    let service = service_fn(move |request| {
-        let routes = routes.clone();
-        let metrics = metrics.clone();
-        async move { Ok::<_, Infallible>(answer(request, &routes, &metrics, limits.body_read).await) }
-    });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(tls), service);
-    tokio::pin!(conn);
-    tokio::select! {
-        result = conn.as_mut() => {
-            if let Err(error) = result {
-                tracing::debug!(%error, "webhook connection ended");
-            }
-        }
-        () = async { let _ = stop.wait_for(|s| *s).await; } => {
-            conn.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(DRAIN, conn).await;
-        }
+    body_read: Duration,
+}
+
+impl Respond for Routes {
+    fn respond(
+        &self,
+        request: Request<Incoming>,
+    ) -> impl Future<Output = Response<Full<Bytes>>> + Send {
+        answer(request, &self.routes, &self.metrics, self.body_read)
     }
 }
 
@@ -301,15 +257,14 @@ async fn answer(
     let path = request.uri().path().to_owned();
     match (request.method(), path.as_str(), routes.get(&path)) {
         (&Method::POST, _, Some(route)) => {
-            let read = Limited::new(request.into_body(), MAX_BODY).collect();
-            let body = match tokio::time::timeout(body_read, read).await {
-                Ok(Ok(body)) => body.to_bytes(),
-                Ok(Err(e)) => {
+            let body = match read_body(request, MAX_BODY, body_read).await {
+                Ok(body) => body,
+                Err(BodyError::Unreadable(e)) => {
                     let answer = Answer::bad_request(format!("cannot read the request body: {e}"));
                     metrics.record(&route.name, Outcome::Invalid, Duration::ZERO);
                     return respond(answer.status, "application/json", answer.body);
                 }
-                Err(_elapsed) => {
+                Err(BodyError::Late) => {
                     let message = format!(
                         "the request body did not arrive within {} ms",
                         body_read.as_millis()
@@ -343,7 +298,7 @@ async fn answer(
         (&Method::GET, "/healthz" | "/readyz", None) => respond(200, "text/plain", b"ok".to_vec()),
         (&Method::GET, "/metrics", None) => respond(
             200,
-            "text/plain; version=0.0.4",
+            crate::metrics::TEXT_CONTENT_TYPE,
             metrics.render().into_bytes(),
         ),
         _ => {

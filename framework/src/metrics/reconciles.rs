@@ -1,0 +1,87 @@
+//! The controllers' series: reconciles by result, in flight, and time spent.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+/// Counters of one controller's reconciles.
+#[derive(Debug, Default)]
+pub(crate) struct ReconcileCounters {
+    pub(crate) ok: AtomicU64,
+    pub(crate) errors: AtomicU64,
+    pub(crate) in_flight: AtomicI64,
+    pub(crate) seconds_micros: AtomicU64,
+}
+
+/// Every controller's counters, read at each scrape.
+#[derive(Debug, Default)]
+pub(crate) struct ReconcileSeries {
+    controllers: Mutex<BTreeMap<String, Arc<ReconcileCounters>>>,
+}
+
+impl ReconcileSeries {
+    pub(crate) fn controller(&self, name: &str) -> Arc<ReconcileCounters> {
+        let mut map = self
+            .controllers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.entry(name.to_owned()).or_default().clone()
+    }
+
+    pub(crate) fn successes(&self, name: &str) -> u64 {
+        let map = self
+            .controllers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.get(name).map_or(0, |c| c.ok.load(Relaxed))
+    }
+}
+
+impl Collector for ReconcileSeries {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let map = self
+            .controllers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut family = encoder.encode_descriptor(
+            "concord_reconcile",
+            "Reconciles by controller and result.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (name, c) in map.iter() {
+            for (result, n) in [("success", &c.ok), ("error", &c.errors)] {
+                let labels = [("controller", name.as_str()), ("result", result)];
+                ConstCounter::new(n.load(Relaxed)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "concord_reconcile_in_flight",
+            "Reconciles running now.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (name, c) in map.iter() {
+            let labels = [("controller", name.as_str())];
+            ConstGauge::new(c.in_flight.load(Relaxed)).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "concord_reconcile_seconds",
+            "Time spent reconciling.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (name, c) in map.iter() {
+            let labels = [("controller", name.as_str())];
+            let secs = c.seconds_micros.load(Relaxed) as f64 / 1e6;
+            ConstCounter::new(secs).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,378 @@
+//! What a manager exposes to the people who run it: the series on
+//! `/metrics`, pinned by name and label names, from a live manager with
+//! controllers, writes through several strategies, sharding and a webhook
+//! server.
+//!
+//! ```text
+//! cargo test -p concord-tests --test observability
+//! CONCORD_BLESS_SERIES=1 cargo test -p concord-tests --test observability   # re-pin
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod webhooks_support;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use concord::prometheus_client::metrics::counter::Counter;
+use concord::webhook::WebhookOptions;
+use concord::{
+    Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, ShardingMode, WriteError,
+    finalizer,
+};
+use concord_testenv::TestEnv;
+use concord_tests::eventually;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const FINALIZER: &str = "observability.concord.dev/cleanup";
+const LABEL: &str = "observability.concord.dev/seen";
+
+/// Several strategies at once: each operation of the labeller below goes
+/// through its own.
+const CONFIG: &str = "
+strategies:
+  default: strict
+  resources:
+    configmaps:
+      operations:
+        add-finalizer: guarded
+        metadata: update
+        remove-finalizer: apply
+";
+
+struct Labeller;
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Labeller {
+    type Error = concord::FinalizerError<WriteError>;
+
+    async fn reconcile(
+        &self,
+        cm: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, Self::Error> {
+        finalizer(ctx, FINALIZER, cm, |event| async move {
+            if let Lifecycle::Apply(cm) = event {
+                ctx.set_label(&cm, LABEL, "true").await?;
+            }
+            Ok(Action::await_change())
+        })
+        .await
+    }
+}
+
+/// The pinned series: one `name{label,label}` a line, sorted.
+fn pinned_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability_support/series.txt")
+}
+
+/// A GET over plain HTTP/1.1: the status code and the body.
+async fn get(address: SocketAddr, path: &str) -> Result<(u16, String)> {
+    let mut tcp = TcpStream::connect(address).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
+    tcp.write_all(request.as_bytes()).await?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut raw))
+        .await
+        .context("the endpoint did not answer within 10 s")??;
+    let text = String::from_utf8(raw)?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .context("an HTTP answer has a blank line after its headers")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .context("an HTTP status line")?
+        .parse()?;
+    Ok((status, body.to_owned()))
+}
+
+/// The (metric name, label names) of every sample in a text exposition,
+/// as `name{a,b}` (label names sorted; `name{}` without labels).
+fn series(exposition: &str) -> Result<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    for line in exposition.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+        let name = &line[..name_end];
+        let mut labels = BTreeSet::new();
+        if line[name_end..].starts_with('{') {
+            let mut rest = &line[name_end + 1..];
+            loop {
+                rest = rest.trim_start_matches([',', ' ']);
+                if let Some(after) = rest.strip_prefix('}') {
+                    rest = after;
+                    break;
+                }
+                let Some((label, value)) = rest.split_once("=\"") else {
+                    bail!("a label without a quoted value in `{line}`");
+                };
+                labels.insert(label.to_owned());
+                // Skip the value, honouring `\"` and `\\` escapes.
+                let mut chars = value.char_indices();
+                let mut end = None;
+                while let Some((i, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => {
+                            end = Some(i);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let Some(end) = end else {
+                    bail!("an unterminated label value in `{line}`");
+                };
+                rest = &value[end + 1..];
+            }
+            if !rest.starts_with(' ') {
+                bail!("no value after the labels in `{line}`");
+            }
+        }
+        let labels: Vec<_> = labels.into_iter().collect();
+        out.insert(format!("{name}{{{}}}", labels.join(",")));
+    }
+    Ok(out)
+}
+
+#[test]
+fn series_reads_names_and_label_names() -> Result<()> {
+    let text = "# HELP a_total A.\n# TYPE a_total counter\n\
+                a_total{z=\"1\",a=\"x\\\"},y\"} 3\nb 1\nc_bucket{le=\"+Inf\"} 2\n# EOF\n";
+    let found: Vec<_> = series(text)?.into_iter().collect();
+    assert_eq!(found, ["a_total{a,z}", "b{}", "c_bucket{le}"]);
+    assert!(series("a{b=\"1} 2").is_err());
+    Ok(())
+}
+
+// ANCHOR: series
+#[tokio::test]
+async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let (ca, certs) = webhooks_support::certs()?;
+    let config =
+        std::env::temp_dir().join(format!("concord-observability-{}.yaml", std::process::id()));
+    std::fs::write(&config, CONFIG)?;
+    let args = ManagerArgs::new()
+        .with_config(&config)
+        .with_metrics_bind_address("127.0.0.1:0")
+        .with_health_probe_bind_address("127.0.0.1:0")
+        .with_webhook_server("127.0.0.1:0", certs.path())
+        .with_shards(ShardingMode::Hash, ns.name());
+    let webhooks = webhooks_support::gizmo::webhooks(ns.name(), WebhookOptions::default());
+    let (_, _, webhook_path) = webhooks.paths().into_iter().next().context("a webhook")?;
+    let mut manager = Manager::builder("observability-test")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .with_webhooks(webhooks)
+        .build()
+        .await?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    let webhook_at = manager.webhook_address().context("webhooks are served")?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("configmaps", maps.clone(), Labeller, |c| c);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    for i in 0..3 {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}}))?;
+        maps.create(&PostParams::default(), &cm).await?;
+    }
+    let labelled = eventually(Duration::from_secs(60), || async {
+        let list = maps.list(&ListParams::default()).await.unwrap().items;
+        list.iter()
+            .filter(|c| {
+                c.labels().contains_key(LABEL) && c.finalizers().iter().any(|f| f == FINALIZER)
+            })
+            .count()
+            == 3
+    })
+    .await;
+    assert!(labelled, "the sharded replica reconciles every ConfigMap");
+    for i in 0..3 {
+        maps.delete(&format!("cm-{i}"), &Default::default()).await?;
+    }
+    let gone = eventually(Duration::from_secs(60), || async {
+        maps.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    })
+    .await;
+    assert!(gone, "the finalizer is removed and the ConfigMaps go");
+    // A request that is not a review: the webhook's series appear.
+    let (status, _, _) =
+        webhooks_support::https(webhook_at, ca.pem(), "POST", &webhook_path, b"not a review")
+            .await?;
+    assert_eq!(status, 400);
+
+    let (status, body) = get(metrics_at, "/metrics").await?;
+    assert_eq!(status, 200, "{body}");
+    let found = series(&body)?;
+    stop.shutdown();
+    running.await??;
+
+    let path = pinned_path();
+    if std::env::var_os("CONCORD_BLESS_SERIES").is_some() {
+        let mut text = String::from(
+            "# The series a manager exposes on /metrics, by name and label names\n\
+             # (tests/tests/observability.rs; CONCORD_BLESS_SERIES=1 re-pins).\n",
+        );
+        for line in &found {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&path, text)?;
+        return Ok(());
+    }
+    let pinned: BTreeSet<String> = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    let missing: Vec<_> = pinned.difference(&found).collect();
+    let extra: Vec<_> = found.difference(&pinned).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the exposed series differ from {}:\nmissing: {missing:#?}\nnew: {extra:#?}\n\
+         (CONCORD_BLESS_SERIES=1 re-pins if the change is intended)\n{body}",
+        path.display()
+    );
+    Ok(())
+}
+// ANCHOR_END: series
+
+/// Reads until the server closes the connection (bounded by 20 s): what
+/// it sent, and how long it took.
+async fn until_closed(tcp: &mut TcpStream) -> (String, Duration) {
+    let start = std::time::Instant::now();
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut seen)).await;
+    (String::from_utf8_lossy(&seen).into_owned(), start.elapsed())
+}
+
+// ANCHOR: stalled
+#[tokio::test]
+async fn a_stalled_scraper_is_cut_off_while_others_are_served() -> Result<()> {
+    const LIMIT: Duration = Duration::from_secs(1);
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let args = ManagerArgs::new()
+        .with_metrics_bind_address("127.0.0.1:0")
+        .with_health_probe_bind_address("127.0.0.1:0");
+    let mut manager = Manager::builder("observability-stalled")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .with_endpoint_header_read_timeout(LIMIT)
+        .with_endpoint_body_read_timeout(LIMIT)
+        .build()
+        .await?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    let health_at = manager.health_address().context("probes are served")?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    // Half a request line, then nothing.
+    let mut stalled = TcpStream::connect(metrics_at).await?;
+    stalled.write_all(b"GET /metr").await?;
+    // A body promised and never sent.
+    let mut slow_body = TcpStream::connect(health_at).await?;
+    slow_body
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\nab")
+        .await?;
+    // Meanwhile every other client is answered.
+    for _ in 0..3 {
+        let (status, body) = get(metrics_at, "/metrics").await?;
+        assert_eq!(status, 200);
+        assert!(body.contains("concord_leader"), "{body}");
+        assert_eq!(get(health_at, "/healthz").await?.0, 200);
+    }
+    let (sent, took) = until_closed(&mut stalled).await;
+    assert!(
+        took < Duration::from_secs(10),
+        "a stalled header is cut off near the 1 s timeout, not held ({took:?}, sent {sent:?})"
+    );
+    let (sent, took) = until_closed(&mut slow_body).await;
+    assert!(
+        took < Duration::from_secs(10),
+        "a stalled body is cut off near the 1 s timeout ({took:?})"
+    );
+    assert!(
+        sent.starts_with("HTTP/1.1 408"),
+        "a late body gets a 408: {sent:?}"
+    );
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
+// ANCHOR_END: stalled
+
+#[tokio::test]
+async fn openmetrics_scrapers_get_the_same_series() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let args = ManagerArgs::new().with_metrics_bind_address("127.0.0.1:0");
+    let ns = env.namespace().await?;
+    let mut manager = Manager::builder("observability-openmetrics")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .build()
+        .await?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    // A manager runs (and serves) while it has a controller.
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    // ANCHOR: own
+    let jobs: Counter = Counter::default();
+    manager.metrics().register(|registry| {
+        registry.register("myop_jobs", "Jobs my operator started.", jobs.clone());
+    });
+    jobs.inc();
+    // ANCHOR_END: own
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    let mut tcp = TcpStream::connect(metrics_at).await?;
+    tcp.write_all(
+        b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+          accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n",
+    )
+    .await?;
+    let (answer, _) = until_closed(&mut tcp).await;
+    let (head, body) = answer.split_once("\r\n\r\n").context("an HTTP answer")?;
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (_, text) = get(metrics_at, "/metrics").await?;
+    assert!(!text.contains("# EOF"));
+    assert!(text.lines().any(|l| l == "myop_jobs_total 1"), "{text}");
+    assert_eq!(series(body)?, series(&text)?);
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
