@@ -40,6 +40,7 @@ mod align;
 mod apply;
 #[cfg(feature = "testing")]
 mod before_write;
+mod carry;
 mod change;
 mod error;
 mod field_manager;

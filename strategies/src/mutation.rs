@@ -101,7 +101,7 @@ impl Mutation {
                 let before = serde_json::to_value(&typed)?;
                 f(&mut typed);
                 let after = serde_json::to_value(&typed)?;
-                crate::change::apply_change(v, &before, &after);
+                crate::carry::apply_change(v, &before, &after);
                 Ok(())
             }),
         })
