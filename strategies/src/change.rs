@@ -36,15 +36,46 @@ pub(crate) enum Edit {
     Append { path: Vec<Step>, new: Value },
 }
 
+/// What a copy holds of the maps it shows, which decides how a map the
+/// change removes is removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// Any map may lack keys the server stores (a typed object, a view):
+    /// a removed map is removed key by key, never whole.
+    Part,
+    /// Every map whole (the raw object), except `metadata`'s: the trimmed
+    /// cache leaves an annotation out, so those go key by key.
+    Whole,
+}
+
+impl Holds {
+    /// Whether the map at `path` is held whole.
+    pub(crate) fn whole_at(self, path: &[Step]) -> bool {
+        self == Holds::Whole && !matches!(path.first(), Some(Step::Key(k)) if k == "metadata")
+    }
+}
+
 /// The edits turning `before` into `after`, in an order that can be
-/// applied one after the other (list removals from the highest index down).
+/// applied one after the other (list removals from the highest index down),
+/// for a copy that may hold any map in part.
 pub(crate) fn diff(before: &Value, after: &Value) -> Vec<Edit> {
+    diff_holding(before, after, Holds::Part)
+}
+
+/// [`diff`] for a copy that holds its maps as `holds` says.
+pub(crate) fn diff_holding(before: &Value, after: &Value, holds: Holds) -> Vec<Edit> {
     let mut edits = Vec::new();
-    diff_at(&mut Vec::new(), before, after, &mut edits);
+    diff_at(&mut Vec::new(), before, after, holds, &mut edits);
     edits
 }
 
-fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<Edit>) {
+fn diff_at(
+    path: &mut Vec<Step>,
+    before: &Value,
+    after: &Value,
+    holds: Holds,
+    edits: &mut Vec<Edit>,
+) {
     if before == after {
         return;
     }
@@ -53,10 +84,10 @@ fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<
             for (key, value) in old {
                 path.push(Step::Key(key.clone()));
                 match (new.get(key), value) {
-                    (Some(next), _) => diff_at(path, value, next, edits),
+                    (Some(next), _) => diff_at(path, value, next, holds, edits),
                     // A map the copy may not hold whole: remove each key
                     // it held, never the map (and what the copy lacks).
-                    (None, Value::Object(entries)) => {
+                    (None, Value::Object(entries)) if !holds.whole_at(path) => {
                         for (entry, old) in entries {
                             let mut at = path.clone();
                             at.push(Step::Key(entry.clone()));
@@ -85,7 +116,7 @@ fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<
                 }
             }
         }
-        (Value::Array(old), Value::Array(new)) => list_diff(path, old, new, edits),
+        (Value::Array(old), Value::Array(new)) => list_diff(path, old, new, holds, edits),
         _ => edits.push(Edit::Set {
             path: path.clone(),
             old: Some(before.clone()),
@@ -94,7 +125,13 @@ fn diff_at(path: &mut Vec<Step>, before: &Value, after: &Value, edits: &mut Vec<
     }
 }
 
-fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec<Edit>) {
+fn list_diff(
+    path: &mut Vec<Step>,
+    old: &[Value],
+    new: &[Value],
+    holds: Holds,
+    edits: &mut Vec<Edit>,
+) {
     if old.is_empty() {
         // An empty list in a view may be a type's default for a list the
         // server does not store: set it (which creates or replaces it)
@@ -114,7 +151,7 @@ fn list_diff(path: &mut Vec<Step>, old: &[Value], new: &[Value], edits: &mut Vec
     if old.len() == new.len() && !reorders(old, new) {
         for (index, (a, b)) in old.iter().zip(new).enumerate() {
             path.push(Step::Index(index));
-            diff_at(path, a, b, edits);
+            diff_at(path, a, b, holds, edits);
             path.pop();
         }
         return;

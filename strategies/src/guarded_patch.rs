@@ -23,7 +23,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::align::value_at;
-use crate::change::{Edit, Step, diff, pointer};
+use crate::change::{Edit, Holds, Step, diff_holding, pointer};
 use crate::observed::meta;
 
 /// The API groups kube-apiserver serves from its own Go types, for which it
@@ -71,6 +71,7 @@ pub(crate) fn guarded(
     next: &Value,
     strategic: bool,
     depends: &[String],
+    holds: Holds,
 ) -> Option<Guarded> {
     if current == next {
         return None;
@@ -88,7 +89,10 @@ pub(crate) fn guarded(
     }
     let mut appended_to: Vec<Vec<Step>> = Vec::new();
     let mut identified: Vec<Vec<Step>> = Vec::new();
-    for edit in diff(current, next).into_iter().flat_map(entry_by_entry) {
+    for edit in diff_holding(current, next, holds)
+        .into_iter()
+        .flat_map(entry_by_entry)
+    {
         match edit {
             Edit::Set { path, old, new } => {
                 identities(current, parent(&path), &mut identified, &mut ops);
@@ -119,7 +123,10 @@ pub(crate) fn guarded(
             }
         }
     }
-    Some(Guarded::Json(Value::Array(ops)))
+    // Tests alone change nothing (an emptied map the copy held no key of):
+    // nothing to send.
+    let changes = ops.iter().any(|op| op["op"] != "test");
+    changes.then_some(Guarded::Json(Value::Array(ops)))
 }
 
 /// The `test` standing for a dependency on `path`: its value, or, where
@@ -290,7 +297,7 @@ mod tests {
     }
 
     fn json_ops(current: &Value, next: &Value) -> Value {
-        match guarded(current, next, false, &[]) {
+        match guarded(current, next, false, &[], Holds::Whole) {
             Some(Guarded::Json(ops)) => ops,
             other => panic!("{other:?}"),
         }
@@ -301,7 +308,7 @@ mod tests {
         let current = pod(json!(["theirs", "ours"]), json!({}));
         let next = pod(json!(["theirs", "mine"]), json!({}));
         assert_eq!(
-            guarded(&current, &next, true, &[]),
+            guarded(&current, &next, true, &[], Holds::Whole),
             Some(Guarded::Strategic(json!({"metadata": {
                 "uid": "u1",
                 "finalizers": ["mine"],
@@ -318,7 +325,7 @@ mod tests {
         );
         let next = pod(json!(["other"]), json!({"app": "x", "done": "true"}));
         assert_eq!(
-            guarded(&current, &next, true, &[]),
+            guarded(&current, &next, true, &[], Holds::Whole),
             Some(Guarded::Json(json!([
                 {"op": "test", "path": "/metadata/uid", "value": "u1"},
                 {"op": "test", "path": "/metadata/finalizers/0", "value": "argo"},
@@ -394,6 +401,7 @@ mod tests {
             &next,
             false,
             &["/spec/replicas".into(), "/spec/paused".into()],
+            Holds::Whole,
         ) else {
             panic!("not a json patch")
         };
@@ -445,5 +453,25 @@ mod tests {
     #[test]
     fn label_keys_are_escaped_in_json_pointers() {
         assert_eq!(escape("example.com/a~b"), "example.com~1a~0b");
+    }
+
+    #[test]
+    fn a_map_emptied_of_nothing_sends_nothing_and_a_whole_map_is_removed_whole() {
+        let current = json!({"metadata": {"uid": "u1", "annotations": {}}, "spec": {"m": {"deep": {"x": 1}}}});
+        let mut next = current.clone();
+        next["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("annotations");
+        assert_eq!(guarded(&current, &next, false, &[], Holds::Whole), None);
+        next["spec"]["m"] = json!({});
+        assert_eq!(
+            json_ops(&current, &next),
+            json!([
+                {"op": "test", "path": "/metadata/uid", "value": "u1"},
+                {"op": "test", "path": "/spec/m/deep", "value": {"x": 1}},
+                {"op": "remove", "path": "/spec/m/deep"},
+            ])
+        );
     }
 }

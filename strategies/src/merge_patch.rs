@@ -2,21 +2,29 @@
 
 use serde_json::{Map, Value};
 
-/// The merge patch that turns `old` into `new`, `None` when they are equal.
+use crate::change::{Holds, Step};
+
+/// The merge patch that turns `old` into `new`, `None` when they are equal,
+/// for a copy holding its maps as `holds` says.
 ///
 /// Arrays are replaced whole — that is what a merge patch can express, and
 /// why a merge patch without a precondition loses concurrent list changes.
-pub(crate) fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
+pub(crate) fn merge_diff(old: &Value, new: &Value, holds: Holds) -> Option<Value> {
+    merge_at(&mut Vec::new(), old, new, holds)
+}
+
+fn merge_at(path: &mut Vec<Step>, old: &Value, new: &Value, holds: Holds) -> Option<Value> {
     match (old, new) {
         (Value::Object(old), Value::Object(new)) => {
             let mut patch = Map::new();
             for (key, old_value) in old {
+                path.push(Step::Key(key.clone()));
                 match (new.get(key), old_value) {
                     // A map the copy may not hold whole (the trimmed
                     // cache leaves an annotation out, a view a key): `null`
                     // would delete every key on the server, so each key
                     // the copy held is deleted instead.
-                    (None, Value::Object(entries)) => {
+                    (None, Value::Object(entries)) if !holds.whole_at(path) => {
                         if !entries.is_empty() {
                             let nulls = entries.keys().map(|k| (k.clone(), Value::Null));
                             patch.insert(key.clone(), Value::Object(nulls.collect()));
@@ -26,11 +34,12 @@ pub(crate) fn merge_diff(old: &Value, new: &Value) -> Option<Value> {
                         patch.insert(key.clone(), Value::Null);
                     }
                     (Some(new_value), _) => {
-                        if let Some(d) = merge_diff(old_value, new_value) {
+                        if let Some(d) = merge_at(path, old_value, new_value, holds) {
                             patch.insert(key.clone(), d);
                         }
                     }
                 }
+                path.pop();
             }
             for (key, new_value) in new {
                 if !old.contains_key(key) {
@@ -66,7 +75,7 @@ mod tests {
         let old = json!({"metadata": {"finalizers": ["a", "b"], "name": "x"}});
         let new = json!({"metadata": {"finalizers": ["b"], "name": "x"}});
         assert_eq!(
-            merge_diff(&old, &new),
+            merge_diff(&old, &new, Holds::Part),
             Some(json!({"metadata": {"finalizers": ["b"]}}))
         );
     }
@@ -75,7 +84,7 @@ mod tests {
     fn diff_nulls_removed_keys_and_applies_back() {
         let old = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "status": {"x": 1}});
         let new = json!({"metadata": {"labels": {"b": "3"}}});
-        let patch = merge_diff(&old, &new).unwrap();
+        let patch = merge_diff(&old, &new, Holds::Part).unwrap();
         let mut applied = old.clone();
         json_patch::merge(&mut applied, &patch);
         assert_eq!(
@@ -88,7 +97,7 @@ mod tests {
     fn a_removed_map_deletes_only_the_keys_the_copy_held() {
         let old = json!({"metadata": {"annotations": {"mine": "1"}}});
         let new = json!({"metadata": {}});
-        let patch = merge_diff(&old, &new).unwrap();
+        let patch = merge_diff(&old, &new, Holds::Part).unwrap();
         assert_eq!(patch, json!({"metadata": {"annotations": {"mine": null}}}));
         let mut stored = json!({"metadata": {"annotations": {"mine": "1", "left-out": "2"}}});
         json_patch::merge(&mut stored, &patch);
@@ -96,13 +105,26 @@ mod tests {
             stored,
             json!({"metadata": {"annotations": {"left-out": "2"}}})
         );
-        assert_eq!(merge_diff(&json!({"a": {}}), &json!({})), None);
+        assert_eq!(merge_diff(&json!({"a": {}}), &json!({}), Holds::Part), None);
+    }
+
+    #[test]
+    fn a_copy_holding_its_maps_whole_removes_a_map_whole_outside_metadata() {
+        let old =
+            json!({"metadata": {"annotations": {"mine": "1"}}, "spec": {"m": {"deep": {"x": 1}}}});
+        let new = json!({"metadata": {}, "spec": {"m": {}}});
+        assert_eq!(
+            merge_diff(&old, &new, Holds::Whole),
+            Some(
+                json!({"metadata": {"annotations": {"mine": null}}, "spec": {"m": {"deep": null}}})
+            )
+        );
     }
 
     #[test]
     fn diff_of_equal_objects_is_none() {
         let obj = json!({"a": [1, 2], "b": {"c": null}});
-        assert_eq!(merge_diff(&obj, &obj), None);
+        assert_eq!(merge_diff(&obj, &obj, Holds::Whole), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::change::{diff, json_patch};
+use crate::change::{Holds, diff_holding, json_patch};
 use crate::guarded_patch::{Guarded, guarded};
 use crate::merge_patch::{merge_diff, set_metadata};
 use crate::observed::meta;
@@ -54,6 +54,9 @@ pub(crate) struct Writing<'a> {
     pub(crate) strategic: bool,
     /// Paths (JSON pointers) the mutation depends on besides those it writes.
     pub(crate) depends: &'a [String],
+    /// What the copy holds of the maps it shows (a raw object holds them
+    /// whole, a typed object or a view may not).
+    pub(crate) holds: Holds,
     /// Whether the write goes to the status subresource, which keeps the
     /// stored metadata: a uid in a merge patch is not checked there.
     pub(crate) status: bool,
@@ -76,7 +79,7 @@ impl Request {
             })
         };
         Ok(match self {
-            Request::Merge => match merge_diff(current, &next) {
+            Request::Merge => match merge_diff(current, &next, writing.holds) {
                 None => None,
                 // A merge patch would replace the list whole, entries this
                 // write did not change (and fields a typed copy lacks)
@@ -84,27 +87,30 @@ impl Request {
                 // each tested, so a concurrent change to them is refused
                 // rather than overwritten.
                 Some(patch) if replaces_object_list(&patch) => Some(Body::Json(Value::Array(
-                    json_patch(&diff(current, &next), Some(current)),
+                    json_patch(&diff_holding(current, &next, writing.holds), Some(current)),
                 ))),
                 Some(patch) => Some(Body::Merge(patch)),
             },
             // On the status subresource the uid is `test`ed instead.
             Request::MergeWithUid if writing.status => match meta(current, "uid") {
-                Some(uid) if merge_diff(current, &next).is_some() => {
+                Some(uid) if merge_diff(current, &next, writing.holds).is_some() => {
                     let mut ops =
                         vec![json!({"op": "test", "path": "/metadata/uid", "value": uid})];
-                    ops.extend(json_patch(&diff(current, &next), None));
+                    ops.extend(json_patch(
+                        &diff_holding(current, &next, writing.holds),
+                        None,
+                    ));
                     Some(Body::Json(Value::Array(ops)))
                 }
-                _ => merge_diff(current, &next).map(Body::Merge),
+                _ => merge_diff(current, &next, writing.holds).map(Body::Merge),
             },
-            Request::MergeWithUid => merge_diff(current, &next).map(|mut patch| {
+            Request::MergeWithUid => merge_diff(current, &next, writing.holds).map(|mut patch| {
                 if let Some(uid) = meta(current, "uid") {
                     set_metadata(&mut patch, "uid", uid);
                 }
                 Body::Merge(patch)
             }),
-            Request::MergeWithVersion => match merge_diff(current, &next) {
+            Request::MergeWithVersion => match merge_diff(current, &next, writing.holds) {
                 None => None,
                 Some(patch) if replaces_object_list(&patch) => {
                     // The same precondition in JSON-patch form: the
@@ -115,7 +121,10 @@ impl Request {
                         ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
                     }
                     ops.push(json!({"op": "replace", "path": "/metadata/resourceVersion", "value": version()?}));
-                    ops.extend(json_patch(&diff(current, &next), None));
+                    ops.extend(json_patch(
+                        &diff_holding(current, &next, writing.holds),
+                        None,
+                    ));
                     Some(Body::Json(Value::Array(ops)))
                 }
                 Some(mut patch) => {
@@ -133,7 +142,13 @@ impl Request {
                 }
                 Some(Body::Put(next))
             }
-            Request::Guarded => match guarded(current, &next, writing.strategic, writing.depends) {
+            Request::Guarded => match guarded(
+                current,
+                &next,
+                writing.strategic,
+                writing.depends,
+                writing.holds,
+            ) {
                 None => None,
                 Some(Guarded::Strategic(patch)) => Some(Body::Strategic(patch)),
                 Some(Guarded::Json(ops)) => Some(Body::Json(ops)),
@@ -205,6 +220,7 @@ mod tests {
 
     fn writing(key: &ObjectKey) -> Writing<'_> {
         Writing {
+            holds: Holds::Whole,
             key,
             strategic: false,
             depends: &[],

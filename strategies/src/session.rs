@@ -11,6 +11,7 @@ use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, Resource};
 use serde_json::Value;
 
+use crate::change::Holds;
 use crate::guarded_patch::strategic_merges;
 use crate::observed::meta;
 use crate::request::{Body, Writing};
@@ -118,6 +119,10 @@ impl<'a> Session<'a> {
             key: &self.key,
             strategic: strategic_merges(&self.target.resource.group),
             depends: mutation.dependencies(),
+            holds: match self.complete {
+                true => Holds::Whole,
+                false => Holds::Part,
+            },
             status: self.status,
         }
     }

@@ -144,3 +144,21 @@ async fn locked_reverses_a_list_from_a_lagging_type() -> anyhow::Result<()> {
     exact(r#"{"strategy":"locked","kind":"Specimen","copy":"Lagging","mutation":"ReverseItems","race":"None","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":1,"color":null,"items":[["b","","tab"],["c","ctl","url"]],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await?;
     exact(r#"{"strategy":"locked","kind":"Specimen","copy":"Lagging","mutation":"ReverseItems","race":{"Annotation":"tab"},"initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":1,"color":null,"items":[["b","","tab"],["c","ctl","url"]],"rules":[],"tags":[],"nested":[],"data":[],"phase":null,"conditions":[]}}"#).await
 }
+
+/// Found by the oracle: a raw copy emptying a nested map left its inner
+/// maps behind (each removed key by key, as from a copy that may hold a
+/// map in part); a raw copy holds its maps whole, outside `metadata`.
+#[tokio::test]
+async fn a_raw_copy_empties_a_nested_map_whole() -> anyhow::Result<()> {
+    exact(r#"{"strategy":"guarded","kind":"Specimen","copy":"Trimmed","mutation":{"SetNested":["é",{}]},"race":"None","initial":{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":[],"nested":[["é",{"deep":{"x":"line sep "}}]],"data":[],"phase":null,"conditions":[]}}"#).await
+}
+
+/// Found by the oracle: removing an annotation the trimmed copy does not
+/// hold emptied its (trimmed) map and sent a request that changed nothing,
+/// after which another writer's annotation looked removed by it; now
+/// nothing is sent, under `guarded` and `apply`.
+#[tokio::test]
+async fn removing_an_absent_annotation_from_a_trimmed_copy_sends_nothing() -> anyhow::Result<()> {
+    exact(r#"{"strategy":"guarded","kind":"ConfigMap","copy":"Trimmed","mutation":{"RemoveAnnotation":"example.com/note"},"race":"SameKey","initial":{"labels":[["app","oracle"],["example.com/other","a"]],"annotations":[],"last_applied":true,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":[],"nested":[],"data":[["k","\u0001ctl"]],"phase":null,"conditions":[]}}"#).await?;
+    exact(r#"{"strategy":"apply","kind":"Specimen","copy":"Trimmed","mutation":{"RemoveAnnotation":"example.com/note"},"race":"SameKey","initial":{"labels":[["app","oracle"],["example.com/other",""]],"annotations":[],"last_applied":true,"finalizers":["example.com/foreign"],"size":1,"color":"green","items":[["c","",null]],"rules":[],"tags":["z","a","m","a"],"nested":[],"data":[],"phase":"é-ü-日本","conditions":[["Ready","False","https://x/?a=1&b=2",null]]}}"#).await
+}
