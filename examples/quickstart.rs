@@ -9,8 +9,9 @@
 //! gone and prints the per-strategy write metrics.
 //!
 //! What it needs: Go and Rust (the embedded control plane is built from its
-//! Go modules on first use, then cached), or a cluster via `--kubeconfig` or
-//! `$KUBECONFIG`.
+//! Go modules on first use, then cached), or a cluster named with
+//! `--kubeconfig` (`$KUBECONFIG` is ignored; a server that is not on this
+//! machine also needs `--yes-create-pods-in <context>`).
 //!
 //! ```text
 //! cargo run --release --example quickstart -- [--pods 20] [--config examples/quickstart.yaml]
@@ -67,6 +68,8 @@ struct Cli {
     /// Namespace to work in.
     #[arg(long, default_value = "quickstart")]
     namespace: String,
+    #[command(flatten)]
+    consent: concord_examples::RemoteConsent,
 }
 
 #[tokio::main]
@@ -90,7 +93,8 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     // ANCHOR: main
-    let connection = concord_examples::connect(cli.manager.kubeconfig.clone()).await?;
+    let connection =
+        concord_examples::connect(cli.manager.kubeconfig.clone(), &cli.consent).await?;
     let mut manager = Manager::builder("quickstart")
         .with_args(cli.manager.clone())
         .with_client(connection.client.clone())

@@ -11,8 +11,9 @@
 //! listed before ours untouched — no 422, no wrong finalizer removed.
 //!
 //! What it needs: Go and Rust (the embedded control plane is built from its
-//! Go modules on first use, then cached), or a cluster via `--kubeconfig`
-//! or `$KUBECONFIG`.
+//! Go modules on first use, then cached), or a cluster named with
+//! `--kubeconfig` (`$KUBECONFIG` is ignored in the demo mode; a server that
+//! is not on this machine also needs `--yes-create-pods-in <context>`).
 //!
 //! ```text
 //! cargo run --release --example argo-cleanup

@@ -16,8 +16,10 @@
 //! and installs the `v1`-only CRD.
 //!
 //! What it needs: Go and Rust (the embedded control plane is built from its
-//! Go modules on first use, then cached), or a cluster via `--kubeconfig`
-//! or `$KUBECONFIG` (the demo installs the CRD: it needs to be allowed to).
+//! Go modules on first use, then cached), or a cluster named with
+//! `--kubeconfig` (the demo installs the CRD: it needs to be allowed to;
+//! `$KUBECONFIG` is ignored in the demo mode; a server that is not on this
+//! machine also needs `--yes-create-pods-in <context>`).
 //!
 //! ```text
 //! cargo run --release --example crd-operator

@@ -9,8 +9,9 @@
 //! controller's finalizers that survive, cleans up and exits.
 //!
 //! What it needs: Go and Rust (the embedded control plane is built from its
-//! Go modules on first use, then cached), or a cluster via `--kubeconfig`
-//! or `$KUBECONFIG`.
+//! Go modules on first use, then cached), or a cluster named with
+//! `--kubeconfig` (`$KUBECONFIG` is ignored in the demo mode; a server that
+//! is not on this machine also needs `--yes-create-pods-in <context>`).
 //!
 //! ```text
 //! cargo run --release --example kueue-finalizer

@@ -10,7 +10,9 @@
 //!
 //! What it needs: Go and Rust (the embedded control plane and the Go
 //! operator are built from their Go modules on first use, then cached), or
-//! a cluster via `--kubeconfig` / `$KUBECONFIG`.
+//! a cluster named with `--kubeconfig` (`$KUBECONFIG` is ignored; a server
+//! that is not on this machine also needs `--yes-create-pods-in
+//! <context>`).
 //!
 //! ```text
 //! cargo run --release -p concord-memory-bench -- --pods 10000 --rounds 3 --json target/memory-bench/pods.json

@@ -17,8 +17,9 @@
 //! non-zero unless every strategy's interval clears that floor.
 //!
 //! What it needs: Go and Rust (the embedded control plane is built from its
-//! Go modules on first use, then cached), or a cluster via `--kubeconfig` /
-//! `$KUBECONFIG`. Memory: under 128 MiB for the client at 10,000 pods.
+//! Go modules on first use, then cached), or a cluster named with
+//! `--kubeconfig` (`$KUBECONFIG` is ignored; a server that is not on this
+//! machine also needs `--yes-create-pods-in <context>`). Memory: under 128 MiB for the client at 10,000 pods.
 //!
 //! ```text
 //! cargo run --release --example race-bench -- --scenario kueue --pods 10000 --rounds 5 \

@@ -15,7 +15,8 @@ pub struct ExampleArgs {
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
     /// Run as a long-lived operator, as in a Deployment: connect through
-    /// `--kubeconfig`, `$KUBECONFIG` or the in-cluster configuration,
+    /// `--kubeconfig`, else `$KUBECONFIG`, `~/.kube/config` or the
+    /// in-cluster configuration,
     /// create no demo workload, stop on SIGTERM.
     #[arg(long)]
     pub serve: bool,
@@ -23,6 +24,10 @@ pub struct ExampleArgs {
     /// (YAML), then exit. No cluster is needed.
     #[arg(long = "print-rbac")]
     pub print_rbac: bool,
+    /// The demo mode's consent to run on a cluster that is not on this
+    /// machine.
+    #[command(flatten)]
+    pub consent: crate::RemoteConsent,
 }
 
 impl ExampleArgs {
@@ -68,8 +73,9 @@ pub fn role_yaml(
     Ok(serde_yaml::to_string(&permissions.role(name, namespace))?)
 }
 
-/// The client of the demo mode: `--kubeconfig`, `$KUBECONFIG`, else the
-/// embedded control plane (kept alive by the returned [`crate::Connection`]).
+/// The client of the demo mode: `--kubeconfig`, else the embedded control
+/// plane (kept alive by the returned [`crate::Connection`]); `$KUBECONFIG`
+/// is ignored, and a remote server needs `--yes-create-pods-in`.
 /// `None` in `--serve` mode, where the manager connects by itself, and
 /// with `--explain`, where it prints the configuration without connecting.
 ///
@@ -80,7 +86,7 @@ pub async fn demo_connection(args: &ExampleArgs) -> anyhow::Result<Option<crate:
     if args.serve || args.manager.wants_explain() {
         return Ok(None);
     }
-    let connection = crate::connect(args.manager.kubeconfig.clone()).await?;
+    let connection = crate::connect(args.manager.kubeconfig.clone(), &args.consent).await?;
     println!("connected to {}", connection.server);
     Ok(Some(connection))
 }

@@ -1,5 +1,6 @@
-//! Shared plumbing for concord's runnable examples: connecting to a cluster
-//! or, when none is configured, to an embedded control plane. The race
+//! Shared plumbing for concord's runnable examples: connecting to the
+//! cluster `--kubeconfig` names or, when none is given, to an embedded
+//! control plane. The race
 //! benchmark is a package of its own, `concord-race-bench`, in `race-bench/`.
 
 mod cli;
@@ -18,6 +19,6 @@ pub mod widgets_webhooks;
 #[doc(inline)]
 pub use cli::{ExampleArgs, client_of, demo_connection, load_config, role_yaml};
 #[doc(inline)]
-pub use connect::{Connection, connect};
+pub use connect::{Connection, RemoteConsent, connect};
 #[doc(inline)]
 pub use demo::{ensure_namespace, wait_until};

@@ -17,7 +17,7 @@ use crate::Error;
 #[derive(Clone, Debug, Default, clap::Args)]
 #[non_exhaustive]
 pub struct ManagerArgs {
-    /// Path to a kubeconfig; defaults to $KUBECONFIG, then in-cluster configuration.
+    /// Path to a kubeconfig; defaults to $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// YAML file with feature gates and the strategy table.

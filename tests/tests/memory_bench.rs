@@ -98,6 +98,19 @@ fn both_operators_write_every_pod_with_either_cache_and_the_burst_reconciles_eve
     Ok(())
 }
 
+/// `--yes-create-pods-in` for a cluster `$CONCORD_TEST_KUBECONFIG` chose for
+/// the tests; nothing for the embedded control plane.
+fn consent(env: &concord_testenv::TestEnv) -> anyhow::Result<Vec<String>> {
+    if std::env::var_os(concord_testenv::KUBECONFIG_ENV).is_none() {
+        return Ok(Vec::new());
+    }
+    let kubeconfig = kube::config::Kubeconfig::read_from(env.kubeconfig_path())?;
+    Ok(vec![
+        "--yes-create-pods-in".into(),
+        kubeconfig.current_context.unwrap_or_default(),
+    ])
+}
+
 /// Runs the benchmark small with `--cache cache` and `extra`; its JSON report.
 fn run(
     bench: &std::path::Path,
@@ -124,6 +137,7 @@ fn run(
         .args(extra)
         .arg("--kubeconfig")
         .arg(env.kubeconfig_path())
+        .args(consent(env)?)
         .arg("--json")
         .arg(&json)
         .stdin(Stdio::null())

@@ -27,6 +27,12 @@ async fn bench(args: &[&str], out: &Path) -> anyhow::Result<BenchOutcome> {
         .collect();
     argv.push("--kubeconfig".into());
     argv.push(env.kubeconfig_path().display().to_string());
+    // A cluster named by $CONCORD_TEST_KUBECONFIG was chosen for the tests.
+    if std::env::var_os(concord_testenv::KUBECONFIG_ENV).is_some() {
+        let kubeconfig = kube::config::Kubeconfig::read_from(env.kubeconfig_path())?;
+        argv.push("--yes-create-pods-in".into());
+        argv.push(kubeconfig.current_context.unwrap_or_default());
+    }
     argv.push("--out".into());
     argv.push(out.display().to_string());
     let outcome = race::run(&Args::try_parse_from(argv)?).await?;

@@ -9,8 +9,10 @@
 //! Ctrl-C (SIGINT to the script's process group, as a terminal does),
 //! runs the project's `cargo test`, and `generate`s twice. Then the
 //! project's `deploy/` is checked as `kubectl apply -k deploy/` would send
-//! it (a server-side dry-run on the real API server), and its release
-//! binary is built the way its `Dockerfile` builds it.
+//! it (a server-side dry-run on the real API server). With
+//! `CONCORD_TEST_DOCKERFILE_BUILD=1` (as `.ci/run` sets it), its release
+//! binary is also built the way its `Dockerfile` builds it: a release
+//! build of every dependency, too long for the everyday suite.
 //!
 //! What the session keeps of this machine: the toolchains (`CARGO_HOME`,
 //! `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN`, Go's `GOPATH`, `GOCACHE` and
@@ -67,6 +69,9 @@ const READY: &[&str] = &[
     "--dev: Lighthouse default/lighthouse-sample is Ready",
     "--dev: TideGauge tidegauge-sample is Ready",
 ];
+
+/// Set to `1`, the test also builds the project as its `Dockerfile` does.
+const DOCKERFILE_BUILD: &str = "CONCORD_TEST_DOCKERFILE_BUILD";
 
 /// How long the whole session may take: a cold machine builds the
 /// control plane and every dependency twice (debug and release).
@@ -198,8 +203,9 @@ async fn the_getting_started_script_runs_as_the_book_shows_it() -> Result<()> {
             .any(|l| l.starts_with("generate: wrote")),
         "a second generate changes nothing"
     );
-    // `explain` printed the strategy table of config/concord.yaml.
-    assert!(transcript.has("strict"));
+    // `explain` printed the strategy table of config/concord.yaml, whose
+    // default is the book's recommendation for what the reconcilers write.
+    assert!(transcript.has("guarded"));
 
     // The generated manifests say what the code says.
     let crds = std::fs::read_to_string(project.join("deploy/crds.yaml"))?;
@@ -225,13 +231,20 @@ async fn the_getting_started_script_runs_as_the_book_shows_it() -> Result<()> {
 
     operator_help_matches_the_book()?;
     dry_run_deploy(env, &project.join("deploy")).await?;
-    let built = Instant::now();
-    build_as_the_dockerfile_does(&project, &home, &install_root)?;
-    println!(
-        "session {:.1?}, release build as the Dockerfile does {:.1?}",
-        transcript.took,
-        built.elapsed()
-    );
+    if std::env::var_os(DOCKERFILE_BUILD).is_some_and(|v| v == "1") {
+        let built = Instant::now();
+        build_as_the_dockerfile_does(&project, &home, &install_root)?;
+        println!(
+            "session {:.1?}, release build as the Dockerfile does {:.1?}",
+            transcript.took,
+            built.elapsed()
+        );
+    } else {
+        println!(
+            "session {:.1?}; the release build as the Dockerfile does runs with {DOCKERFILE_BUILD}=1",
+            transcript.took
+        );
+    }
     Ok(())
 }
 

@@ -60,10 +60,14 @@ pub struct Args {
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Kubeconfig of the cluster; default `$KUBECONFIG`, else the embedded
-    /// control plane (started, and built from its Go modules on first use).
+    /// Kubeconfig of the cluster; default the embedded control plane
+    /// (started, and built from its Go modules on first use). `$KUBECONFIG`
+    /// is ignored.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Consent to run on a cluster that is not on this machine.
+    #[command(flatten)]
+    pub consent: concord_examples::RemoteConsent,
     /// The concord operator's executable; default this one (`memory-bench
     /// operator …`).
     #[arg(long)]

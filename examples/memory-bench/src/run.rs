@@ -84,14 +84,8 @@ impl Programs {
 /// When the control plane, an operator or a request fails, or a phase does
 /// not complete in time.
 pub async fn run(args: &Args) -> anyhow::Result<Report> {
-    let connection = concord_examples::connect(args.kubeconfig.clone()).await?;
-    let kubeconfig = match (&connection.control_plane, &args.kubeconfig) {
-        (Some(cp), _) => cp.kubeconfig_path().to_path_buf(),
-        (None, Some(path)) => path.clone(),
-        (None, None) => std::env::var_os("KUBECONFIG")
-            .map(PathBuf::from)
-            .context("the operators need a kubeconfig (--kubeconfig or $KUBECONFIG)")?,
-    };
+    let connection = concord_examples::connect(args.kubeconfig.clone(), &args.consent).await?;
+    let kubeconfig = connection.kubeconfig.clone();
     let client = connection.client.clone();
     let programs = Programs {
         concord: match &args.operator {

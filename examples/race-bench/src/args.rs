@@ -251,10 +251,13 @@ pub struct Args {
     /// `target/race-bench/SCENARIO`.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Cluster to run on [default: $KUBECONFIG, else the embedded control
-    /// plane].
+    /// Kubeconfig of the cluster to run on [default: the embedded control
+    /// plane; `$KUBECONFIG` is ignored].
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Consent to run on a cluster that is not on this machine.
+    #[command(flatten)]
+    pub consent: concord_examples::RemoteConsent,
     /// Contender whose writes/s the others are compared with [default: lax,
     /// when it runs]. Naming it asks for the graduation check: the run
     /// fails unless every concord strategy's interval clears the floor.

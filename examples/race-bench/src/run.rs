@@ -47,7 +47,7 @@ struct Setting<'a> {
     args: &'a Args,
     client: Client,
     foreign_client: Client,
-    kubeconfig: Option<PathBuf>,
+    kubeconfig: PathBuf,
     peer: Option<PathBuf>,
     progress: Progress,
 }
@@ -68,28 +68,16 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         args.rounds
     );
     let contenders = args.contenders();
+    // Connecting first: a refused cluster is refused before the peer's build.
+    let connection = concord_examples::connect(args.kubeconfig.clone(), &args.consent).await?;
     let peer = if contenders.iter().any(|c| c.peer_mode().is_some()) {
         Some(tokio::task::spawn_blocking(peer::ensure).await??)
     } else {
         None
     };
-    let connection = concord_examples::connect(args.kubeconfig.clone()).await?;
-    let kubeconfig = match &connection.control_plane {
-        Some(cp) => Some(cp.kubeconfig_path().to_path_buf()),
-        None => args
-            .kubeconfig
-            .clone()
-            .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from)),
-    };
-    anyhow::ensure!(
-        peer.is_none() || kubeconfig.is_some(),
-        "the controller-runtime peer needs a kubeconfig (--kubeconfig or $KUBECONFIG)"
-    );
+    let kubeconfig = connection.kubeconfig.clone();
     // The other controller gets a client (and connection pool) of its own.
-    let foreign_client = match &kubeconfig {
-        Some(path) => separate_client(path).await?,
-        None => Client::try_default().await?,
-    };
+    let foreign_client = separate_client(&kubeconfig).await?;
     let setting = Setting {
         args,
         client: connection.client.clone(),
@@ -247,12 +235,12 @@ async fn run_one(
         let (pods, tasks) = (objects as u32, s.args.writers);
         tokio::spawn(async move { foreign::add_everywhere(client, &ns, pods, tasks, seed).await })
     });
-    let mut figures = match (contender.peer_mode(), &s.peer, &s.kubeconfig) {
-        (Some(mode), Some(binary), Some(kubeconfig)) => {
-            peer::run(binary, kubeconfig, ns, mode, s.args.writers, workload).await?
+    let mut figures = match (contender.peer_mode(), &s.peer) {
+        (Some(mode), Some(binary)) => {
+            peer::run(binary, &s.kubeconfig, ns, mode, s.args.writers, workload).await?
         }
-        (Some(_), _, _) => anyhow::bail!("{name} needs the peer binary and a kubeconfig"),
-        (None, _, _) => match contender.manager_strategy() {
+        (Some(_), _) => anyhow::bail!("{name} needs the peer binary"),
+        (None, _) => match contender.manager_strategy() {
             Some(strategy) => through_manager(s, strategy, name, ns, workload).await?,
             None => ours(s, contender, ns, workload).await?,
         },

@@ -60,8 +60,8 @@ impl ManagerBuilder {
         self
     }
 
-    /// Uses this client instead of `--kubeconfig`, `$KUBECONFIG` or the
-    /// in-cluster configuration.
+    /// Uses this client instead of `--kubeconfig`, `$KUBECONFIG`,
+    /// `~/.kube/config` or the in-cluster configuration.
     ///
     /// # Caveats
     ///
@@ -73,7 +73,8 @@ impl ManagerBuilder {
     }
 
     /// Connects with this configuration instead of `--kubeconfig`,
-    /// `$KUBECONFIG` or the in-cluster configuration, through a
+    /// `$KUBECONFIG`, `~/.kube/config` or the in-cluster configuration,
+    /// through a
     /// [`throttle_aware_client`](crate::throttle_aware_client) whose
     /// retried 429/503/504 answers show in the metrics.
     pub fn with_kube_config(mut self, config: kube::Config) -> Self {
