@@ -2,6 +2,7 @@
 //! concern, each starting one real control plane (see `kube-concord-testenv`);
 //! this library holds what several of them share.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use concord::{Action, Context, Reconciler};
@@ -40,4 +41,19 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     false
+}
+
+/// The workspace's root: the folder above this crate's.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The workspace's build output: `$CARGO_TARGET_DIR`, else `target/`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
 }

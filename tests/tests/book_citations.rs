@@ -12,15 +12,9 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use concord_tests::workspace;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// Every file under `dir` with one of `extensions`, but build output.
 fn files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) {

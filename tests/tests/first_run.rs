@@ -20,22 +20,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
+use concord_tests::{target_dir, workspace};
 
 const REMOTE: &str = "https://10.255.255.1:6443";
 const CONTEXT: &str = "far-away";
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-}
 
 /// Builds `what` (cargo arguments after `build`) in the workspace's own
 /// target directory.

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use concord::featuregates::FeatureSpec;
 use concord::{FeatureRegistry, ManagerArgs};
+use concord_tests::workspace;
 
 /// The sources of the published crates.
 const SOURCES: &[&str] = &[
@@ -30,13 +31,6 @@ const SOURCES: &[&str] = &[
     "featuregates/src",
     "tests/testenv/src",
 ];
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
 
 fn page() -> Result<String> {
     let path = workspace().join("book/src/troubleshooting.md");
