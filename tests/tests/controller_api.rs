@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::{Action, Context, Error, Manager, Predicate, Reconciler};
+use concord::{Action, Context, Error, Manager, Mutation, Predicate, Reconciler};
 use concord_testenv::TestEnv;
 use concord_tests::eventually;
-use exact_support::Gadget;
+use exact_support::{Gadget, GadgetCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
@@ -260,6 +260,78 @@ async fn invalid_selections_are_refused_naming_the_controller_and_the_value() ->
         .add()
         .unwrap_err();
     assert!(error.to_string().contains("`both`"), "{error}");
+
+    // What is accepted: a rate limit and composed predicates.
+    let (reconciler, _) = seen::<ConfigMap>();
+    let api = Api::<ConfigMap>::namespaced(client.clone(), ns.name());
+    // ANCHOR: backoff
+    manager
+        .controller("tuned", api, reconciler)
+        .with_backoff(
+            concord::Backoff::exponential(Duration::from_millis(50), Duration::from_secs(300))
+                .with_jitter(0.1),
+        )
+        .with_predicate(
+            Predicate::labels_changed()
+                .or(Predicate::annotations_changed())
+                .or(Predicate::new(
+                    |old: Option<&ConfigMap>, new: &ConfigMap| {
+                        old.is_none_or(|old| old.data != new.data)
+                    },
+                )),
+        )
+        .add()?;
+    // ANCHOR_END: backoff
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_migration_writes_reach_the_server() -> Result<()> {
+    let env = TestEnv::shared()?;
+    exact_support::install(env).await?;
+    let ns = env.namespace().await?;
+    let gadgets: Api<Gadget> = Api::namespaced(ns.client(), ns.name());
+    let gadget: Gadget = serde_json::from_value(json!({
+        "apiVersion": "exact.concord.example/v1", "kind": "Gadget",
+        "metadata": {"name": "w"}, "spec": {"size": 1},
+    }))?;
+    let gadget = gadgets.create(&PostParams::default(), &gadget).await?;
+    let manager = manager(env.client()?).await;
+    let ctx = manager.context::<Gadget>();
+    // ANCHOR: write
+    // Any change to the object, through the resource's strategy:
+    let written = ctx
+        .write(&gadget, Mutation::typed(|g: &mut Gadget| g.spec.size = 3))
+        .await?;
+    // ANCHOR_END: write
+    let gadget = written.object.expect("the write answers the object");
+    // ANCHOR: status
+    // A status change goes to the status subresource, as the table's
+    // `status` operation says:
+    ctx.write(
+        &gadget,
+        Mutation::typed_status(|g: &mut Gadget| {
+            g.status.get_or_insert_default().conditions = vec![GadgetCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                reason: "Up".into(),
+                message: "serving".into(),
+                last_transition_time: None,
+            }];
+        }),
+    )
+    .await?;
+    // ANCHOR_END: status
+    let stored = gadgets.get("w").await?;
+    assert_eq!(stored.spec.size, 3);
+    let conditions = stored.status.map(|s| s.conditions).unwrap_or_default();
+    assert_eq!(
+        conditions
+            .iter()
+            .map(|c| c.type_.as_str())
+            .collect::<Vec<_>>(),
+        ["Ready"]
+    );
     Ok(())
 }
 

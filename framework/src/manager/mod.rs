@@ -216,6 +216,9 @@ impl Manager {
     /// `customize` gets the kube-runtime [`Controller`] to add owned and
     /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
     /// limit (`.with_config(..)`).
+    ///
+    /// For a label or field selector, a namespace set, a [`Predicate`](crate::Predicate)
+    /// or an error policy, use [`controller`](Self::controller).
     pub fn add_controller<K, R, F>(&mut self, name: &str, api: Api<K>, reconciler: R, customize: F)
     where
         K: Object,
