@@ -520,3 +520,46 @@ async fn a_custom_error_policy_sets_the_wait_between_attempts() -> Result<()> {
     running.await??;
     Ok(())
 }
+
+#[tokio::test]
+async fn the_context_reads_its_cache_first_then_the_server() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let mut manager = manager(env.client()?).await;
+    let (selected, selected_seen) = seen::<ConfigMap>();
+    manager
+        .controller("cached-maps", maps.clone(), selected)
+        .with_labels("app=cached")
+        .add()?;
+    let ctx = manager.context::<ConfigMap>();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let pp = PostParams::default();
+    maps.create(&pp, &config_map("cached", json!({"app": "cached"})))
+        .await?;
+    maps.create(&pp, &config_map("outside", json!({}))).await?;
+    let cached_key = format!("{}/cached", ns.name());
+    assert!(eventually(WAIT, || async { has(&selected_seen, &cached_key) }).await);
+
+    // ANCHOR: get
+    let from_cache = ctx.get(Some(ns.name()), "cached").await?;
+    // ANCHOR_END: get
+    let in_cache = ctx.cached(Some(ns.name()), "cached").expect("cached");
+    assert!(
+        from_cache.is_some_and(|got| Arc::ptr_eq(&got, &in_cache)),
+        "the cache's own copy, no request"
+    );
+    assert!(ctx.cached(Some(ns.name()), "outside").is_none());
+    let outside = ctx.get(Some(ns.name()), "outside").await?;
+    assert_eq!(
+        outside.map(|cm| cm.name_any()).as_deref(),
+        Some("outside"),
+        "outside the selection: read from the server"
+    );
+    assert!(ctx.get(Some(ns.name()), "missing").await?.is_none());
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
