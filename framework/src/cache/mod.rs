@@ -3,13 +3,16 @@
 //! it, [`Context::cached`](crate::Context::cached) reads it, and a write's
 //! re-read after a conflict is served from it when it has caught up.
 //!
-//! The manager opens one watch per cache, not per controller: controllers
-//! added for the same `Api<K>` scope and watch configuration (the sharding
-//! gate's label selector included) subscribe to the same stream.
+//! The manager opens one watch per cache and namespace, not per
+//! controller: controllers added for the same `Api<K>` scope (or namespace
+//! set: one watch per namespace, one store), label and field selectors (the
+//! sharding gate's label selector included) and trim subscribe to the same
+//! stream.
 //!
 //! Objects are stored trimmed ([`CacheTrim`], `trim.rs`), and each
-//! subscriber takes them from a queue that holds each object once
-//! (`queue.rs`). The cache knows nothing of controllers: it hands out
+//! subscriber takes them from a queue that holds each object once and
+//! only what the subscriber's predicate passes, judged against the copy
+//! the store held before (`queue.rs`). The cache knows nothing of controllers: it hands out
 //! queues and the task that drives the watch.
 
 mod queue;
