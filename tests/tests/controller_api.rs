@@ -563,3 +563,47 @@ async fn the_context_reads_its_cache_first_then_the_server() -> Result<()> {
     running.await??;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_controller_backoff_sets_the_wait_between_attempts() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let mut manager = manager(env.client()?).await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let base = Duration::from_millis(250);
+    manager
+        .controller(
+            "backed-off",
+            maps.clone(),
+            Flaky {
+                calls: calls.clone(),
+            },
+        )
+        .with_backoff(concord::Backoff::exponential(base, Duration::from_secs(10)).with_jitter(0.2))
+        .add()?;
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    maps.create(&PostParams::default(), &config_map("backed-off", json!({})))
+        .await?;
+    assert!(
+        eventually(WAIT, || async { calls.lock().unwrap().len() >= 4 }).await,
+        "three failures, then a success"
+    );
+    let calls = calls.lock().unwrap().clone();
+    // 250 ms, 500 ms, 1 s: doubling per failure in a row; jitter only
+    // lengthens.
+    for (i, pair) in calls.windows(2).take(3).enumerate() {
+        let gap = pair[1] - pair[0];
+        let delay = base * 2u32.pow(u32::try_from(i).unwrap());
+        assert!(
+            gap >= delay,
+            "attempt {} came after {gap:?} < {delay:?}",
+            i + 2
+        );
+    }
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
