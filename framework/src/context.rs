@@ -103,6 +103,44 @@ where
         self.store()?.get(&key)
     }
 
+    /// `name` (in `namespace`, `None` for a cluster-scoped object): the
+    /// shared watch cache's copy when it holds one (no request), else the
+    /// API server's (one `GET`); `None` when the server has no such object.
+    ///
+    /// An object outside this controller's selection (its label or field
+    /// selector, its namespaces) is not in the cache and is read from the
+    /// server.
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::ConfigMap>) -> Result<(), kube::Error> {
+    /// if let Some(settings) = ctx.get(Some("default"), "settings").await? {
+    ///     println!("{:?}", settings.data);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The `GET`'s error, other than `404 Not Found`.
+    pub async fn get(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, kube::Error> {
+        if let Some(cached) = self.cached(namespace, name) {
+            return Ok(Some(cached));
+        }
+        let request = kube::core::Request::new(K::url_path(&(), namespace))
+            .get(name, &kube::api::GetParams::default())
+            .map_err(kube::Error::BuildRequest)?;
+        match self.client.request::<K>(request).await {
+            Ok(object) => Ok(Some(Arc::new(object))),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// The client, for reads and for writes the framework does not model.
     pub fn client(&self) -> &Client {
         &self.client

@@ -2,7 +2,7 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Controller};
@@ -14,10 +14,11 @@ use crate::cache::SharedCache;
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
-use crate::{Context, Object, Reconciler};
+use crate::{Context, Object, Predicate, Reconciler};
 
-/// Per-object exponential requeue backoff after failures, as
-/// controller-runtime's default rate limiter: 5 ms doubling to 1,000 s.
+/// Per-object counts of consecutive failures, from which the error policy
+/// (by default the controller's [`Backoff`](crate::Backoff)) chooses each
+/// requeue; a success resets an object's count.
 ///
 /// An object deleted while it was failing is never reconciled again, so
 /// nothing would remove its entry: once the map has doubled since it was
@@ -25,7 +26,7 @@ use crate::{Context, Object, Reconciler};
 /// are dropped (amortised, so the map stays within twice the failing
 /// objects that still exist).
 #[derive(Debug)]
-pub(crate) struct Backoff<K: Object> {
+pub(crate) struct Attempts<K: Object> {
     failures: Mutex<Failures<K>>,
     /// The store the controller reconciles from, set when it starts.
     store: OnceLock<Store<K>>,
@@ -38,9 +39,9 @@ struct Failures<K: Object> {
     swept: usize,
 }
 
-impl<K: Object> Default for Backoff<K> {
+impl<K: Object> Default for Attempts<K> {
     fn default() -> Self {
-        Backoff {
+        Attempts {
             failures: Mutex::new(Failures {
                 counts: HashMap::new(),
                 swept: 0,
@@ -50,9 +51,7 @@ impl<K: Object> Default for Backoff<K> {
     }
 }
 
-impl<K: Object> Backoff<K> {
-    const BASE: Duration = Duration::from_millis(5);
-    const MAX: Duration = Duration::from_secs(1000);
+impl<K: Object> Attempts<K> {
     /// No sweep below this many entries.
     const SWEEP_FROM: usize = 64;
 
@@ -67,13 +66,12 @@ impl<K: Object> Backoff<K> {
         let _ = self.store.set(store);
     }
 
-    pub(crate) fn failed(&self, key: ObjectRef<K>) -> Duration {
+    /// Counts a failure of `key`: how many in a row it has now failed.
+    pub(crate) fn failed(&self, key: ObjectRef<K>) -> u32 {
         let mut failures = self.lock();
         let n = failures.counts.entry(key).or_insert(0);
-        let delay = Self::BASE
-            .saturating_mul(1u32 << (*n).min(20))
-            .min(Self::MAX);
-        *n += 1;
+        *n = n.saturating_add(1);
+        let attempts = *n;
         let len = failures.counts.len();
         if let Some(store) = self.store.get()
             && len >= Self::SWEEP_FROM
@@ -82,7 +80,7 @@ impl<K: Object> Backoff<K> {
             failures.counts.retain(|key, _| store.get(key).is_some());
             failures.swept = failures.counts.len();
         }
-        delay
+        attempts
     }
 
     pub(crate) fn succeeded(&self, key: &ObjectRef<K>) {
@@ -96,11 +94,16 @@ impl<K: Object> Backoff<K> {
     }
 }
 
-pub(crate) struct Shared<K: Object, R> {
+/// What chooses a failed object's requeue: the object, the error, how many
+/// times in a row it has failed (1 the first time).
+pub(crate) type Policy<K, E> = Box<dyn Fn(&K, &E, u32) -> Action + Send + Sync>;
+
+pub(crate) struct Shared<K: Object, R: Reconciler<K>> {
     pub(crate) reconciler: R,
     pub(crate) context: Context<K>,
     pub(crate) counters: Arc<ReconcileCounters>,
-    pub(crate) backoff: Backoff<K>,
+    pub(crate) attempts: Attempts<K>,
+    pub(crate) policy: Policy<K, R::Error>,
     pub(crate) name: String,
     /// The sharding gate, when the manager is sharded.
     pub(crate) shard: Option<Arc<crate::sharding::hooks::Gate>>,
@@ -140,7 +143,7 @@ where
     match &result {
         Ok(_) => {
             shared.counters.ok.fetch_add(1, Relaxed);
-            shared.backoff.succeeded(&object_ref);
+            shared.attempts.succeeded(&object_ref);
         }
         Err(error) => {
             shared.counters.errors.fetch_add(1, Relaxed);
@@ -157,31 +160,32 @@ where
     result
 }
 
-fn error_policy<K, R>(object: Arc<K>, _error: &R::Error, shared: Arc<Shared<K, R>>) -> Action
+fn error_policy<K, R>(object: Arc<K>, error: &R::Error, shared: Arc<Shared<K, R>>) -> Action
 where
     K: Object,
     R: Reconciler<K>,
 {
-    Action::requeue(shared.backoff.failed(ObjectRef::from_obj(object.as_ref())))
+    let attempts = shared.attempts.failed(ObjectRef::from_obj(object.as_ref()));
+    (shared.policy)(object.as_ref(), error, attempts)
 }
 
-pub(crate) fn pending<K, R, F>(
+pub(crate) fn pending<K, R>(
     cache: Arc<SharedCache<K>>,
     shared: Arc<Shared<K, R>>,
-    customize: F,
+    predicate: Option<Predicate<K>>,
+    customize: Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>,
 ) -> Task
 where
     K: Object,
     R: Reconciler<K>,
-    F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
 {
     // Subscribed now, before the manager starts the shared watch, so the
     // controller sees every object from the first list on.
-    let objects = cache.subscribe();
+    let objects = cache.subscribe(predicate);
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let controller = Controller::for_shared_stream(objects, cache.reader());
         let api = cache.api().clone();
-        shared.backoff.watch_store(controller.store());
+        shared.attempts.watch_store(controller.store());
         let controller = customize(controller);
         let controller = shard::attach(shared.shard.as_ref(), &api, controller);
         let name = shared.name.clone();
@@ -208,48 +212,53 @@ where
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+    use std::time::Duration;
 
     fn key(name: &str) -> ObjectRef<ConfigMap> {
         ObjectRef::new(name).within("default")
     }
 
     #[test]
-    fn backoff_doubles_per_object_and_resets_on_success() {
-        let backoff = Backoff::<ConfigMap>::default();
-        assert_eq!(backoff.failed(key("a")), Duration::from_millis(5));
-        assert_eq!(backoff.failed(key("a")), Duration::from_millis(10));
-        assert_eq!(backoff.failed(key("b")), Duration::from_millis(5));
-        backoff.succeeded(&key("a"));
-        assert_eq!(backoff.failed(key("a")), Duration::from_millis(5));
+    fn attempts_count_per_object_and_reset_on_success() {
+        let attempts = Attempts::<ConfigMap>::default();
+        assert_eq!(attempts.failed(key("a")), 1);
+        assert_eq!(attempts.failed(key("a")), 2);
+        assert_eq!(attempts.failed(key("b")), 1);
+        attempts.succeeded(&key("a"));
+        assert_eq!(attempts.failed(key("a")), 1);
+        let backoff = crate::Backoff::default();
         for _ in 0..40 {
-            backoff.failed(key("c"));
+            attempts.failed(key("c"));
         }
-        assert_eq!(backoff.failed(key("c")), Duration::from_secs(1000));
+        assert_eq!(
+            backoff.delay(attempts.failed(key("c"))),
+            Duration::from_secs(1000)
+        );
     }
 
     #[test]
-    fn backoff_forgets_objects_its_store_no_longer_holds() {
+    fn attempts_forget_objects_their_store_no_longer_holds() {
         let (store, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
-        let backoff = Backoff::<ConfigMap>::default();
-        backoff.watch_store(store);
+        let attempts = Attempts::<ConfigMap>::default();
+        attempts.watch_store(store);
         let mut kept = ConfigMap::default();
         kept.metadata.name = Some("kept".into());
         kept.metadata.namespace = Some("default".into());
         writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(kept));
-        backoff.failed(key("kept"));
-        backoff.failed(key("kept"));
+        attempts.failed(key("kept"));
+        attempts.failed(key("kept"));
         // Failing objects deleted meanwhile: the store never held them.
         for i in 0..1000 {
-            backoff.failed(key(&format!("gone-{i}")));
+            attempts.failed(key(&format!("gone-{i}")));
             assert!(
-                backoff.len() <= 2 * Backoff::<ConfigMap>::SWEEP_FROM,
+                attempts.len() <= 2 * Attempts::<ConfigMap>::SWEEP_FROM,
                 "{}",
-                backoff.len()
+                attempts.len()
             );
         }
         assert_eq!(
-            backoff.failed(key("kept")),
-            Duration::from_millis(20),
+            attempts.failed(key("kept")),
+            3,
             "a live object keeps its count"
         );
     }

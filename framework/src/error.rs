@@ -69,6 +69,15 @@ pub enum Error {
         "--explain was given: build the manager with `build_or_explain` and print the explanation it returns"
     )]
     ExplainRequested,
+    /// A controller's selection, predicate or error policy is invalid or
+    /// impossible; the message lists every problem.
+    #[error("controller `{controller}` is invalid: {problems}")]
+    InvalidController {
+        /// The controller's name.
+        controller: String,
+        /// Each problem with the value at fault, `; `-separated.
+        problems: String,
+    },
     /// The webhook server could not start.
     #[error(transparent)]
     Webhook(#[from] crate::webhook::WebhookError),

@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | [`Manager`] | loads configuration, connects, runs controllers, serves metrics and health, elects a leader, shuts down gracefully |
 //! | [`Reconciler`] | the author's logic for one resource type |
+//! | [`ControllerBuilder`] | a controller's label and field selectors, namespaces, [`Predicate`] and error policy ([`Backoff`]) |
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
@@ -25,6 +26,7 @@
 //! every write is sent.
 
 mod args;
+mod backoff;
 mod cache;
 mod client;
 mod context;
@@ -36,8 +38,10 @@ mod leader;
 mod manager;
 mod metrics;
 mod object;
+mod predicate;
 mod rbac;
 mod reconciler;
+mod selector;
 mod serve;
 mod sharding;
 mod task;
@@ -48,6 +52,8 @@ pub mod webhook;
 
 #[doc(inline)]
 pub use args::ManagerArgs;
+#[doc(inline)]
+pub use backoff::Backoff;
 #[doc(inline)]
 pub use cache::{CacheTrim, LAST_APPLIED};
 #[doc(inline)]
@@ -61,11 +67,13 @@ pub use finalizer::{FinalizerError, Lifecycle, finalizer};
 #[doc(inline)]
 pub use leader::LeaderElectionConfig;
 #[doc(inline)]
-pub use manager::{Built, Manager, ManagerBuilder, ShutdownHandle};
+pub use manager::{Built, ControllerBuilder, Manager, ManagerBuilder, ShutdownHandle};
 #[doc(inline)]
 pub use metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 #[doc(inline)]
 pub use object::Object;
+#[doc(inline)]
+pub use predicate::Predicate;
 #[doc(inline)]
 pub use rbac::{Permissions, strategy_verbs};
 #[doc(inline)]

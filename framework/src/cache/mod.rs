@@ -3,13 +3,16 @@
 //! it, [`Context::cached`](crate::Context::cached) reads it, and a write's
 //! re-read after a conflict is served from it when it has caught up.
 //!
-//! The manager opens one watch per cache, not per controller: controllers
-//! added for the same `Api<K>` scope and watch configuration (the sharding
-//! gate's label selector included) subscribe to the same stream.
+//! The manager opens one watch per cache and namespace, not per
+//! controller: controllers added for the same `Api<K>` scope (or namespace
+//! set: one watch per namespace, one store), label and field selectors (the
+//! sharding gate's label selector included) and trim subscribe to the same
+//! stream.
 //!
 //! Objects are stored trimmed ([`CacheTrim`], `trim.rs`), and each
-//! subscriber takes them from a queue that holds each object once
-//! (`queue.rs`). The cache knows nothing of controllers: it hands out
+//! subscriber takes them from a queue that holds each object once and
+//! only what the subscriber's predicate passes, judged against the copy
+//! the store held before (`queue.rs`). The cache knows nothing of controllers: it hands out
 //! queues and the task that drives the watch.
 
 mod queue;
@@ -19,6 +22,7 @@ pub(crate) use queue::Announced;
 pub use trim::{CacheTrim, LAST_APPLIED};
 
 use std::any::{Any, TypeId};
+use std::collections::HashSet;
 use std::fmt;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
@@ -35,8 +39,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
 
 use self::queue::{Announcer, queue};
-use crate::Object;
 use crate::task::Task;
+use crate::{Object, Predicate};
 
 /// The shared cache of one resource type, scope and watch configuration.
 ///
@@ -47,7 +51,10 @@ use crate::task::Task;
 /// controller never holds the watch back — nor makes the queue grow past
 /// one entry per object.
 pub(crate) struct SharedCache<K: Object> {
+    /// The first of `apis`.
     api: Api<K>,
+    /// One per namespace watched (one for all namespaces or one).
+    apis: Vec<Api<K>>,
     selection: Selection,
     trim: CacheTrim,
     reader: Store<K>,
@@ -60,10 +67,11 @@ pub(crate) struct SharedCache<K: Object> {
 }
 
 impl<K: Object> SharedCache<K> {
-    fn new(api: Api<K>, selection: Selection, trim: CacheTrim) -> Self {
+    fn new(api: Api<K>, apis: Vec<Api<K>>, selection: Selection, trim: CacheTrim) -> Self {
         let writer = reflector::store::Writer::<K>::default();
         SharedCache {
             api,
+            apis,
             selection,
             trim,
             reader: writer.as_reader(),
@@ -86,8 +94,9 @@ impl<K: Object> SharedCache<K> {
     /// A stream of the objects the watch applies, for one subscriber
     /// (subscribed before the manager starts the watch, so it sees every
     /// object from the first list on).
-    pub(crate) fn subscribe(&self) -> Announced<K> {
-        let (announcer, announced) = queue();
+    /// Only objects `predicate` passes are queued.
+    pub(crate) fn subscribe(&self, predicate: Option<Predicate<K>>) -> Announced<K> {
+        let (announcer, announced) = queue(predicate);
         lock(&self.subscribers).push(announcer);
         announced
     }
@@ -101,46 +110,127 @@ impl<K: Object> SharedCache<K> {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .take();
-                let Some(writer) = writer else {
+                let Some(mut writer) = writer else {
                     return;
                 };
                 let trim = self.trim;
-                let events = watcher(self.api.clone(), self.selection.resolve())
-                    .default_backoff()
-                    .modify(move |object: &mut K| trim.apply(object))
-                    .reflect(writer)
-                    .for_each(|event| {
+                let config = self.selection.resolve();
+                let streams = self.apis.iter().enumerate().map(|(i, api)| {
+                    watcher(api.clone(), config.clone())
+                        .default_backoff()
+                        .modify(move |object: &mut K| trim.apply(object))
+                        .map(move |event| (i, event))
+                        .boxed()
+                });
+                let mut events = futures::stream::select_all(streams);
+                let mut relists = Relists::new(self.apis.len());
+                let run = async {
+                    while let Some((i, event)) = events.next().await {
                         match event {
-                            Ok(
-                                watcher::Event::Apply(object) | watcher::Event::InitApply(object),
-                            ) => {
-                                // The store's own copy, so that a queued
-                                // announcement costs no second copy. During
-                                // a (re)list the store still holds the old
-                                // state: the event's copy goes instead.
-                                let object = self
-                                    .reader
-                                    .get(&ObjectRef::from_obj(&object))
-                                    .filter(|stored| {
-                                        stored.resource_version() == object.resource_version()
-                                            && stored.uid() == object.uid()
-                                    })
-                                    .unwrap_or_else(|| Arc::new(object));
-                                // A stopped subscriber has dropped its queue.
-                                lock(&self.subscribers).retain(|s| s.announce(object.clone()));
-                            }
-                            Ok(_) => {}
+                            Ok(event) => self.apply(&mut writer, &mut relists, i, event),
                             Err(error) => tracing::debug!(%error, "shared watch"),
                         }
                         self.changed.notify_waiters();
-                        futures::future::ready(())
-                    });
+                    }
+                };
                 tokio::select! {
-                    () = events => {}
+                    () = run => {}
                     _ = shutdown.wait_for(|stop| *stop) => {}
                 }
             })
         })
+    }
+
+    /// Applies `event` of the `i`th watch to the store and announces what
+    /// it applied. One watch's events go to the store as they come; with
+    /// several (one per namespace), a watch's relist must not replace the
+    /// others' objects, so its listed objects are applied one by one and,
+    /// when its list is complete, the objects of its namespace it no longer
+    /// listed are deleted.
+    fn apply(
+        &self,
+        writer: &mut reflector::store::Writer<K>,
+        relists: &mut Relists<K>,
+        i: usize,
+        event: watcher::Event<K>,
+    ) {
+        if self.apis.len() == 1 {
+            let old = match &event {
+                watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                    self.reader.get(&ObjectRef::from_obj(object))
+                }
+                _ => None,
+            };
+            writer.apply_watcher_event(&event);
+            if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = event {
+                self.announce(old.as_deref(), object);
+            }
+            return;
+        }
+        match event {
+            watcher::Event::Init => {
+                if let Some(relist) = relists.listing.get_mut(i) {
+                    *relist = Some(HashSet::new());
+                }
+            }
+            watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
+                let key = ObjectRef::from_obj(&object);
+                if let Some(Some(listed)) = relists.listing.get_mut(i) {
+                    listed.insert(key.clone());
+                }
+                let old = self.reader.get(&key);
+                writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+                self.announce(old.as_deref(), object);
+            }
+            watcher::Event::Delete(object) => {
+                writer.apply_watcher_event(&watcher::Event::Delete(object));
+            }
+            watcher::Event::InitDone => {
+                let Some(Some(listed)) = relists.listing.get_mut(i).map(Option::take) else {
+                    return;
+                };
+                let namespace = self.apis.get(i).and_then(|api| api.namespace());
+                for stale in self.reader.state().iter().filter(|object| {
+                    object.namespace().as_deref() == namespace
+                        && !listed.contains(&ObjectRef::from_obj(object.as_ref()))
+                }) {
+                    writer.apply_watcher_event(&watcher::Event::Delete(stale.as_ref().clone()));
+                }
+                if let Some(listed_once) = relists.listed_once.get_mut(i) {
+                    *listed_once = true;
+                }
+                if !relists.ready && relists.listed_once.iter().all(|l| *l) {
+                    // Every namespace is listed: the store is complete. A
+                    // relist of what it holds marks it ready (controllers
+                    // start reconciling once it is) without changing it.
+                    relists.ready = true;
+                    writer.apply_watcher_event(&watcher::Event::Init);
+                    for object in self.reader.state() {
+                        writer.apply_watcher_event(&watcher::Event::InitApply(
+                            object.as_ref().clone(),
+                        ));
+                    }
+                    writer.apply_watcher_event(&watcher::Event::InitDone);
+                }
+            }
+        }
+    }
+
+    /// Hands `object` (which replaced `old`) to every subscriber: the
+    /// store's own copy, so that a queued announcement costs no second
+    /// copy. During a (re)list the store may still hold the old state: the
+    /// event's copy goes instead.
+    fn announce(&self, old: Option<&K>, object: K) {
+        let object = self
+            .reader
+            .get(&ObjectRef::from_obj(&object))
+            .filter(|stored| {
+                stored.resource_version() == object.resource_version()
+                    && stored.uid() == object.uid()
+            })
+            .unwrap_or_else(|| Arc::new(object));
+        // A stopped subscriber has dropped its queue.
+        lock(&self.subscribers).retain(|s| s.announce(old, object.clone()));
     }
 
     /// Whether the store holds `namespace`/`name`.
@@ -173,6 +263,26 @@ impl<K: Object> SharedCache<K> {
     }
 }
 
+/// Where each of a multi-namespace cache's watches is in its lists.
+struct Relists<K: Object> {
+    /// The objects its current list has delivered, while it lists.
+    listing: Vec<Option<HashSet<ObjectRef<K>>>>,
+    /// Whether its first list is complete.
+    listed_once: Vec<bool>,
+    /// Whether the store was marked ready.
+    ready: bool,
+}
+
+impl<K: Object> Relists<K> {
+    fn new(watches: usize) -> Self {
+        Relists {
+            listing: (0..watches).map(|_| None).collect(),
+            listed_once: vec![false; watches],
+            ready: false,
+        }
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -194,46 +304,77 @@ fn observed<K: Object>(object: &K) -> Option<Observed> {
     Some(cached_copy::<K>(json, &ApiResource::erase::<K>(&())))
 }
 
-/// Which objects a cache watches.
-#[derive(Clone)]
-pub(crate) enum Selection {
-    /// Those this configuration selects.
-    Fixed(watcher::Config),
-    /// Those the configuration `resolve` returns when the watch starts:
-    /// a sharded replica learns its selector only once it has joined its
-    /// ring, after its controllers were added. Caches of the same `name`
-    /// are one.
-    Deferred {
-        name: &'static str,
-        resolve: Arc<dyn Fn() -> watcher::Config + Send + Sync>,
-    },
+/// A sharded replica's part of a selection, resolved when the watch
+/// starts: it learns its selector only once it has joined its ring, after
+/// its controllers were added. Shard parts of the same `name` are one.
+type ShardSelection = (&'static str, Arc<dyn Fn() -> watcher::Config + Send + Sync>);
+
+/// Which objects a cache watches: the shard's selector, if any, and a
+/// controller's label and field selectors (normalised, so that two
+/// spellings of one selection share a watch).
+#[derive(Clone, Default)]
+pub(crate) struct Selection {
+    shard: Option<ShardSelection>,
+    labels: Option<String>,
+    fields: Option<String>,
 }
 
 impl Selection {
+    /// Also what the shard `resolve` returns when the watch starts.
+    pub(crate) fn with_shard(
+        mut self,
+        name: &'static str,
+        resolve: Arc<dyn Fn() -> watcher::Config + Send + Sync>,
+    ) -> Self {
+        self.shard = Some((name, resolve));
+        self
+    }
+
+    /// Only objects with these labels (a normalised selector).
+    pub(crate) fn with_labels(mut self, labels: Option<String>) -> Self {
+        self.labels = labels;
+        self
+    }
+
+    /// Only objects with these fields (a normalised selector).
+    pub(crate) fn with_fields(mut self, fields: Option<String>) -> Self {
+        self.fields = fields;
+        self
+    }
+
     fn resolve(&self) -> watcher::Config {
-        match self {
-            Selection::Fixed(config) => config.clone(),
-            Selection::Deferred { resolve, .. } => resolve(),
+        let mut config = match &self.shard {
+            Some((_, resolve)) => resolve(),
+            None => watcher::Config::default(),
+        };
+        if let Some(labels) = &self.labels {
+            config.label_selector = Some(match config.label_selector.take() {
+                Some(shard) => format!("{shard},{labels}"),
+                None => labels.clone(),
+            });
         }
+        if let Some(fields) = &self.fields {
+            config = config.fields(fields);
+        }
+        config
     }
 }
 
 impl PartialEq for Selection {
     fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Selection::Fixed(a), Selection::Fixed(b)) => a == b,
-            (Selection::Deferred { name: a, .. }, Selection::Deferred { name: b, .. }) => a == b,
-            _ => false,
-        }
+        self.shard.as_ref().map(|s| s.0) == other.shard.as_ref().map(|s| s.0)
+            && self.labels == other.labels
+            && self.fields == other.fields
     }
 }
 
 impl fmt::Debug for Selection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Selection::Fixed(config) => write!(f, "{:?}", config.label_selector),
-            Selection::Deferred { name, .. } => write!(f, "{name}"),
-        }
+        f.debug_struct("Selection")
+            .field("shard", &self.shard.as_ref().map(|s| s.0))
+            .field("labels", &self.labels)
+            .field("fields", &self.fields)
+            .finish()
     }
 }
 
@@ -266,12 +407,13 @@ impl fmt::Debug for Caches {
 }
 
 impl Caches {
-    /// The cache of `api`'s scope watched as `selection` says and stored
-    /// trimmed by `trim`, and, when it is new, the task that drives its
-    /// watch.
+    /// The cache of `api`'s scope (and those of `more`: one watch each,
+    /// one store) watched as `selection` says and stored trimmed by
+    /// `trim`, and, when it is new, the task that drives its watch.
     pub(crate) fn shared<K: Object>(
         &self,
         api: &Api<K>,
+        more: Vec<Api<K>>,
         selection: Selection,
         trim: CacheTrim,
     ) -> (Arc<SharedCache<K>>, Option<Task>) {
@@ -279,7 +421,12 @@ impl Caches {
             .entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let url = api.resource_url().to_owned();
+        let apis: Vec<Api<K>> = std::iter::once(api.clone()).chain(more).collect();
+        let url = apis
+            .iter()
+            .map(Api::resource_url)
+            .collect::<Vec<_>>()
+            .join(" ");
         let found = entries.iter().find(|e| {
             e.type_id == TypeId::of::<K>()
                 && e.url == url
@@ -289,7 +436,7 @@ impl Caches {
         if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
             return (cache, None);
         }
-        let cache = Arc::new(SharedCache::new(api.clone(), selection.clone(), trim));
+        let cache = Arc::new(SharedCache::new(api.clone(), apis, selection.clone(), trim));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
             resource: ApiResource::erase::<K>(&()),
@@ -411,5 +558,124 @@ impl FreshCopies for CachedCopies {
                 .find(|l| l.holds(namespace, name))?;
             lookup.newer(namespace, name, than, wait).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn selection(labels: &str) -> Selection {
+        Selection::default().with_labels(Some(crate::selector::label_selector(labels).unwrap()))
+    }
+
+    #[test]
+    fn one_selection_is_one_watch_and_another_is_another() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+            let client = kube::Client::try_from(config).unwrap();
+            let all = Api::<ConfigMap>::all(client.clone());
+            let caches = Caches::default();
+            let trim = CacheTrim::default();
+            let (first, watch) = caches.shared(&all, Vec::new(), selection("b=2,a=1"), trim);
+            assert!(watch.is_some());
+            let (same, watch) = caches.shared(&all, Vec::new(), selection(" a=1 , b=2"), trim);
+            assert!(
+                watch.is_none(),
+                "the same selection, spelled otherwise, shares"
+            );
+            assert!(Arc::ptr_eq(&first, &same));
+            let (_, watch) = caches.shared(&all, Vec::new(), selection("a=1"), trim);
+            assert!(watch.is_some(), "another selector, another watch");
+            let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
+            let b = Api::<ConfigMap>::namespaced(client, "b");
+            let (set, watch) = caches.shared(&a, vec![b.clone()], Selection::default(), trim);
+            assert!(watch.is_some());
+            let (alone, watch) = caches.shared(&a, Vec::new(), Selection::default(), trim);
+            assert!(
+                watch.is_some(),
+                "a namespace set is not one of its namespaces"
+            );
+            assert!(!Arc::ptr_eq(&set, &alone));
+            let (again, watch) = caches.shared(&a, vec![b], Selection::default(), trim);
+            assert!(watch.is_none() && Arc::ptr_eq(&set, &again));
+        });
+    }
+
+    fn config_map(namespace: &str, name: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.namespace = Some(namespace.into());
+        cm.metadata.resource_version = Some("1".into());
+        cm
+    }
+
+    #[test]
+    fn a_namespace_relist_replaces_only_its_own_objects() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+            let client = kube::Client::try_from(config).unwrap();
+            let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
+            let b = Api::<ConfigMap>::namespaced(client, "b");
+            let cache = SharedCache::new(
+                a.clone(),
+                vec![a, b],
+                Selection::default(),
+                CacheTrim::default(),
+            );
+            let mut announced = cache.subscribe(None);
+            let mut writer = lock(&cache.writer).take().unwrap();
+            let mut relists = Relists::new(2);
+            let held = |cache: &SharedCache<ConfigMap>| {
+                let mut names: Vec<String> = cache
+                    .reader()
+                    .state()
+                    .iter()
+                    .map(|o| format!("{}/{}", o.namespace().unwrap(), o.name_any()))
+                    .collect();
+                names.sort();
+                names
+            };
+            use watcher::Event::{Init, InitApply, InitDone};
+            for (i, event) in [
+                (0, Init),
+                (0, InitApply(config_map("a", "x"))),
+                (0, InitDone),
+                (1, Init),
+                (1, InitApply(config_map("b", "y"))),
+            ] {
+                cache.apply(&mut writer, &mut relists, i, event);
+            }
+            assert!(
+                cache.reader().wait_until_ready().now_or_never().is_none(),
+                "b still lists"
+            );
+            cache.apply(&mut writer, &mut relists, 1, InitDone);
+            assert!(
+                cache.reader().wait_until_ready().now_or_never().is_some(),
+                "all listed"
+            );
+            assert_eq!(held(&cache), ["a/x", "b/y"]);
+            // `a` relists after a gap: `x` was deleted meanwhile, `z` created.
+            for event in [Init, InitApply(config_map("a", "z")), InitDone] {
+                cache.apply(&mut writer, &mut relists, 0, event);
+            }
+            assert_eq!(held(&cache), ["a/z", "b/y"], "b's objects stay");
+            let mut names = Vec::new();
+            while let Some(Some(object)) = announced.next().now_or_never() {
+                names.push(object.name_any());
+            }
+            assert_eq!(names, ["x", "y", "z"]);
+        });
     }
 }

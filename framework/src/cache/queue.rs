@@ -16,6 +16,8 @@ use std::task::{Context, Poll, Waker};
 use futures::Stream;
 use kube::{Resource, ResourceExt};
 
+use crate::Predicate;
+
 /// Namespace and name.
 type Key = (Option<String>, String);
 
@@ -37,15 +39,19 @@ impl<K> Shared<K> {
     }
 }
 
-/// The watch's end of a queue.
-pub(crate) struct Announcer<K>(Arc<Shared<K>>);
+/// The watch's end of a queue, with the subscriber's predicate.
+pub(crate) struct Announcer<K> {
+    shared: Arc<Shared<K>>,
+    predicate: Option<Predicate<K>>,
+}
 
 /// The controller's end: a stream of the newest copy of each announced
 /// object.
 pub(crate) struct Announced<K>(Arc<Shared<K>>);
 
-/// A new, empty queue.
-pub(crate) fn queue<K>() -> (Announcer<K>, Announced<K>) {
+/// A new, empty queue taking what `predicate` passes (everything when
+/// `None`).
+pub(crate) fn queue<K>(predicate: Option<Predicate<K>>) -> (Announcer<K>, Announced<K>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             order: VecDeque::new(),
@@ -54,21 +60,33 @@ pub(crate) fn queue<K>() -> (Announcer<K>, Announced<K>) {
             closed: false,
         }),
     });
-    (Announcer(shared.clone()), Announced(shared))
+    (
+        Announcer {
+            shared: shared.clone(),
+            predicate,
+        },
+        Announced(shared),
+    )
 }
 
-impl<K: Resource> Announcer<K> {
-    /// Announces `object`, replacing a copy of it still waiting. `false`
-    /// once the controller has stopped.
-    pub(crate) fn announce(&self, object: Arc<K>) -> bool {
-        let mut state = self.0.lock();
+impl<K: Resource + 'static> Announcer<K> {
+    /// Announces `object` (which replaced `old` in the cache), replacing a
+    /// copy of it still waiting; an object the predicate refuses is not
+    /// queued (but a copy already waiting is refreshed). `false` once the
+    /// controller has stopped.
+    pub(crate) fn announce(&self, old: Option<&K>, object: Arc<K>) -> bool {
+        let passes = self
+            .predicate
+            .as_ref()
+            .is_none_or(|p| p.passes(old, object.as_ref()));
+        let mut state = self.shared.lock();
         if state.closed {
             return false;
         }
         let key = (object.namespace(), object.name_any());
         if let Some(waiting) = state.newest.get_mut(&key) {
             *waiting = object;
-        } else {
+        } else if passes {
             state.order.push_back(key.clone());
             state.newest.insert(key, object);
         }
@@ -81,7 +99,7 @@ impl<K: Resource> Announcer<K> {
     /// How many objects wait to be taken.
     #[cfg(test)]
     pub(crate) fn waiting(&self) -> usize {
-        self.0.lock().order.len()
+        self.shared.lock().order.len()
     }
 }
 
@@ -134,14 +152,14 @@ mod tests {
 
     #[test]
     fn keeps_one_newest_copy_per_object_in_first_announced_order() {
-        let (announcer, mut announced) = queue();
+        let (announcer, mut announced) = queue(None);
         for version in 1..=1000 {
-            assert!(announcer.announce(config_map("a", &version.to_string())));
-            assert!(announcer.announce(config_map("b", &version.to_string())));
+            assert!(announcer.announce(None, config_map("a", &version.to_string())));
+            assert!(announcer.announce(None, config_map("b", &version.to_string())));
         }
         assert_eq!(announcer.waiting(), 2);
         assert_eq!(next(&mut announced).as_deref(), Some("a@1000"));
-        announcer.announce(config_map("a", "1001"));
+        announcer.announce(None, config_map("a", "1001"));
         assert_eq!(next(&mut announced).as_deref(), Some("b@1000"));
         assert_eq!(next(&mut announced).as_deref(), Some("a@1001"));
         assert_eq!(next(&mut announced), None, "empty: pending");
@@ -149,21 +167,38 @@ mod tests {
 
     #[test]
     fn a_stopped_controller_refuses_announcements() {
-        let (announcer, announced) = queue();
+        let (announcer, announced) = queue(None);
         drop(announced);
-        assert!(!announcer.announce(config_map("a", "1")));
+        assert!(!announcer.announce(None, config_map("a", "1")));
+    }
+
+    #[test]
+    fn a_predicate_refuses_before_the_queue() {
+        let predicate = Predicate::new(|_: Option<&ConfigMap>, new: &ConfigMap| {
+            new.resource_version().as_deref() != Some("2")
+        });
+        let (announcer, mut announced) = queue(Some(predicate));
+        assert!(announcer.announce(None, config_map("a", "2")));
+        assert_eq!(next(&mut announced), None, "refused");
+        announcer.announce(None, config_map("a", "1"));
+        announcer.announce(None, config_map("a", "2"));
+        assert_eq!(
+            next(&mut announced).as_deref(),
+            Some("a@2"),
+            "a waiting copy is refreshed"
+        );
     }
 
     #[test]
     fn an_announcement_wakes_a_waiting_controller() {
-        let (announcer, mut announced) = queue::<ConfigMap>();
+        let (announcer, mut announced) = queue::<ConfigMap>(None);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         runtime.block_on(async move {
             let waiting = tokio::spawn(async move { announced.next().await.map(|o| o.name_any()) });
             tokio::task::yield_now().await;
-            announcer.announce(config_map("late", "7"));
+            announcer.announce(None, config_map("late", "7"));
             assert_eq!(waiting.await.unwrap().as_deref(), Some("late"));
         });
     }

@@ -10,13 +10,13 @@ use std::time::Duration;
 use concord_featuregates::{Config, FeatureGates};
 use kube::Client;
 use kube::api::Api;
-use kube::runtime::controller::Controller;
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Recorder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::cache::Selection;
-use crate::controller::{Backoff, Shared, pending};
+use crate::controller::{Attempts, Policy, Shared, pending};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
@@ -26,10 +26,36 @@ use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
 mod builder;
 mod checks;
 mod connection;
+mod controller_builder;
 mod run;
 mod table_check;
 
 pub use builder::{Built, ManagerBuilder};
+pub use controller_builder::ControllerBuilder;
+
+/// What `customize` does to a kube-runtime controller.
+pub(crate) type Customize<K> = Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>;
+
+/// A controller's selection, predicate and error policy, checked.
+pub(crate) struct Parts<K, E> {
+    pub(crate) labels: Option<String>,
+    pub(crate) fields: Option<String>,
+    pub(crate) predicate: Option<crate::Predicate<K>>,
+    pub(crate) backoff: crate::Backoff,
+    pub(crate) policy: Option<Policy<K, E>>,
+}
+
+impl<K, E> Default for Parts<K, E> {
+    fn default() -> Self {
+        Parts {
+            labels: None,
+            fields: None,
+            predicate: None,
+            backoff: crate::Backoff::default(),
+            policy: None,
+        }
+    }
+}
 
 /// Runs an operator's controllers: configuration, client, strategy table,
 /// metrics and health endpoints, leader election and graceful shutdown.
@@ -190,11 +216,38 @@ impl Manager {
     /// `customize` gets the kube-runtime [`Controller`] to add owned and
     /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
     /// limit (`.with_config(..)`).
+    ///
+    /// For a label or field selector, a namespace set, a [`Predicate`](crate::Predicate)
+    /// or an error policy, use [`controller`](Self::controller).
     pub fn add_controller<K, R, F>(&mut self, name: &str, api: Api<K>, reconciler: R, customize: F)
     where
         K: Object,
         R: Reconciler<K>,
         F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
+    {
+        self.install(
+            name,
+            api,
+            Vec::new(),
+            reconciler,
+            Parts::default(),
+            Box::new(customize),
+        );
+    }
+
+    /// Adds a controller: `more` are further namespaces' `Api`s whose
+    /// objects share `api`'s cache.
+    pub(crate) fn install<K, R>(
+        &mut self,
+        name: &str,
+        api: Api<K>,
+        more: Vec<Api<K>>,
+        reconciler: R,
+        parts: Parts<K, R::Error>,
+        customize: Customize<K>,
+    ) where
+        K: Object,
+        R: Reconciler<K>,
     {
         if let Some(sharding) = self.sharding.as_mut() {
             sharding.watch(&kube::core::ApiResource::erase::<K>(&()), api.namespace());
@@ -213,29 +266,38 @@ impl Manager {
         // every controller (and re-read) that needs the same objects. A
         // sharded replica's selection (in `label` mode, its shard's label)
         // is known only once it has joined its ring, when the watch starts.
+        let selection = Selection::default()
+            .with_labels(parts.labels)
+            .with_fields(parts.fields);
         let selection = match &shard {
-            None => Selection::Fixed(crate::sharding::hooks::watcher_config(None)),
+            None => selection,
             Some(gate) => {
                 let gate = gate.clone();
-                Selection::Deferred {
-                    name: "shard",
-                    resolve: Arc::new(move || crate::sharding::hooks::watcher_config(Some(&gate))),
-                }
+                selection.with_shard(
+                    "shard",
+                    Arc::new(move || crate::sharding::hooks::watcher_config(Some(&gate))),
+                )
             }
         };
-        let (cache, watch) = self.writes.caches().shared(&api, selection, trim);
+        let (cache, watch) = self.writes.caches().shared(&api, more, selection, trim);
         if let Some(watch) = watch {
             self.controllers.push(watch);
         }
         context = context.with_store(cache.reader());
+        let backoff = parts.backoff;
+        let policy = parts.policy.unwrap_or_else(|| {
+            Box::new(move |_: &K, _: &R::Error, attempts| Action::requeue(backoff.delay(attempts)))
+        });
         let shared = Arc::new(Shared {
             reconciler,
             context,
             counters: self.metrics.controller(name),
-            backoff: Backoff::default(),
+            attempts: Attempts::default(),
+            policy,
             name: name.to_owned(),
             shard,
         });
-        self.controllers.push(pending(cache, shared, customize));
+        self.controllers
+            .push(pending(cache, shared, parts.predicate, customize));
     }
 }

@@ -1,0 +1,280 @@
+//! [`ControllerBuilder`]: a controller with a selection, a predicate and an
+//! error policy.
+
+use std::fmt;
+
+use kube::api::Api;
+use kube::core::NamespaceScope;
+use kube::runtime::controller::{Action, Controller};
+
+use super::{Customize, Manager, Parts};
+use crate::selector::{field_selector, is_namespace_name, label_selector};
+use crate::{Backoff, Error, Object, Predicate, Reconciler};
+
+/// A controller being added to a [`Manager`] by [`Manager::controller`]:
+/// which objects it watches, which of their changes it queues, and how it
+/// retries a failed reconcile; [`add`](Self::add) checks it all and adds it.
+///
+/// ```no_run
+/// # use std::{sync::Arc, time::Duration};
+/// # use concord::{Action, Backoff, Context, Manager, Predicate, Reconciler};
+/// # use k8s_openapi::api::core::v1::Pod;
+/// # struct Placer;
+/// # #[concord::async_trait]
+/// # impl Reconciler<Pod> for Placer {
+/// #     type Error = concord::WriteError;
+/// #     async fn reconcile(&self, _: Arc<Pod>, _: &Context<Pod>) -> Result<Action, Self::Error> {
+/// #         Ok(Action::await_change())
+/// #     }
+/// # }
+/// # async fn demo(manager: &mut Manager) -> Result<(), concord::Error> {
+/// let pods = kube::Api::<Pod>::all(manager.client().clone());
+/// manager
+///     .controller("placer", pods, Placer)
+///     .with_labels("app=web")
+///     .with_fields("spec.nodeName=node-a")
+///     .with_namespaces(["team-a", "team-b"])
+///     .with_predicate(Predicate::generation_changed())
+///     .with_backoff(Backoff::exponential(Duration::from_millis(100), Duration::from_secs(60)))
+///     .add()?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Guarantees
+///
+/// The label selector, the field selector and the namespace set are part of
+/// the shared cache's key: controllers of one type with the same selection
+/// (however the selectors are spelled: terms are sorted) share one watch
+/// and one store; controllers whose selections differ or overlap get a
+/// cache each, so an object two of them select is reconciled by each, from
+/// its own cache.
+#[must_use]
+pub struct ControllerBuilder<'m, K: Object, R: Reconciler<K>> {
+    manager: &'m mut Manager,
+    name: String,
+    api: Api<K>,
+    reconciler: R,
+    labels: Option<String>,
+    fields: Option<String>,
+    namespaces: Option<Vec<(String, Api<K>)>>,
+    predicate: Option<Predicate<K>>,
+    backoff: Option<Backoff>,
+    policy: Option<super::Policy<K, R::Error>>,
+    customize: Option<Customize<K>>,
+}
+
+impl<K: Object, R: Reconciler<K>> fmt::Debug for ControllerBuilder<'_, K, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("name", &self.name)
+            .field("labels", &self.labels)
+            .field("fields", &self.fields)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// Starts adding a controller named `name` for `K`, listing and
+    /// watching through `api`; see [`ControllerBuilder`]. Without options
+    /// it is [`add_controller`](Self::add_controller).
+    pub fn controller<K, R>(
+        &mut self,
+        name: &str,
+        api: Api<K>,
+        reconciler: R,
+    ) -> ControllerBuilder<'_, K, R>
+    where
+        K: Object,
+        R: Reconciler<K>,
+    {
+        ControllerBuilder {
+            manager: self,
+            name: name.to_owned(),
+            api,
+            reconciler,
+            labels: None,
+            fields: None,
+            namespaces: None,
+            predicate: None,
+            backoff: None,
+            policy: None,
+            customize: None,
+        }
+    }
+}
+
+impl<K: Object, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
+    /// Watches only objects this label selector selects (`app=web`,
+    /// `tier!=db`, `env in (a,b)`, `!legacy`, comma-separated: all must
+    /// hold), as kube-rs's `watcher::Config::labels` and controller-runtime's
+    /// `cache.Options.ByObject[..].Label`. An object relabelled into the
+    /// selection is seen as new; one relabelled out of it leaves the cache.
+    pub fn with_labels(mut self, selector: &str) -> Self {
+        self.labels = Some(selector.to_owned());
+        self
+    }
+
+    /// Watches only objects this field selector selects (`spec.nodeName=a`,
+    /// `status.phase!=Failed`, comma-separated), as kube-rs's
+    /// `watcher::Config::fields`. Which fields a resource can be selected by
+    /// is the API server's choice (`metadata.name`, `metadata.namespace`,
+    /// and a few per resource); another is refused when the watch starts.
+    pub fn with_fields(mut self, selector: &str) -> Self {
+        self.fields = Some(selector.to_owned());
+        self
+    }
+
+    /// Queues only the watch events `predicate` passes (default: every
+    /// change). Requeues and retries are never filtered.
+    pub fn with_predicate(mut self, predicate: Predicate<K>) -> Self {
+        self.predicate = Some(predicate);
+        self
+    }
+
+    /// Retries a failed reconcile of each object after `backoff`'s delay
+    /// for its consecutive failures (default [`Backoff::default`]).
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// Chooses what follows a failed reconcile: `policy` gets the object,
+    /// the error and how many times in a row the object has failed (1 the
+    /// first time; a success starts it over), and returns the
+    /// [`Action`], as kube-rs's `error_policy`. Replaces the backoff, so it
+    /// cannot be combined with [`with_backoff`](Self::with_backoff) (call
+    /// [`Backoff::delay`] from the policy instead).
+    pub fn with_error_policy(
+        mut self,
+        policy: impl Fn(&K, &R::Error, u32) -> Action + Send + Sync + 'static,
+    ) -> Self {
+        self.policy = Some(Box::new(policy));
+        self
+    }
+
+    /// Hands the kube-runtime [`Controller`] to `customize` to add owned
+    /// and watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
+    /// limit (`.with_config(..)`).
+    pub fn customize(
+        mut self,
+        customize: impl FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
+    ) -> Self {
+        self.customize = Some(Box::new(customize));
+        self
+    }
+
+    /// Checks the controller and adds it to the manager.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidController`] naming the controller and every
+    /// problem at once: a label or field selector that does not parse (the
+    /// API server would refuse every list, and the controller would see
+    /// nothing), an empty or invalid namespace set or one that contradicts
+    /// the `Api`'s own namespace, several namespaces in a sharded manager,
+    /// a backoff without a positive base below its cap or with a jitter
+    /// outside 0 to 1, or both a backoff and an error policy.
+    pub fn add(self) -> Result<(), Error> {
+        let mut problems = Vec::new();
+        let labels = self.labels.as_deref().and_then(|text| {
+            label_selector(text)
+                .map_err(|why| problems.push(format!("label selector `{text}`: {why}")))
+                .ok()
+        });
+        let fields = self.fields.as_deref().and_then(|text| {
+            field_selector(text)
+                .map_err(|why| problems.push(format!("field selector `{text}`: {why}")))
+                .ok()
+        });
+        let backoff = self.backoff.unwrap_or_default();
+        if let Some(why) = backoff.problem() {
+            problems.push(format!("backoff {backoff:?}: {why}"));
+        }
+        if self.backoff.is_some() && self.policy.is_some() {
+            problems.push(
+                "both a backoff and an error policy: the policy chooses every requeue".into(),
+            );
+        }
+        let mut api = self.api;
+        let mut more = Vec::new();
+        if let Some(mut namespaces) = self.namespaces {
+            namespaces.sort_by(|a, b| a.0.cmp(&b.0));
+            namespaces.dedup_by(|a, b| a.0 == b.0);
+            let names: Vec<&str> = namespaces.iter().map(|(n, _)| n.as_str()).collect();
+            for name in names.iter().filter(|n| !is_namespace_name(n)) {
+                problems.push(format!("namespace `{name}` is not a namespace name"));
+            }
+            if names.is_empty() {
+                problems.push("an empty namespace set: it would watch nothing".into());
+            }
+            if let Some(own) = api.namespace()
+                && names != [own]
+            {
+                problems.push(format!(
+                    "the Api is for namespace `{own}` but the namespace set is {names:?}: \
+                     give `Api::all` with a set, or the namespaced Api alone"
+                ));
+            }
+            if names.len() > 1 && self.manager.sharding.is_some() {
+                problems.push(format!(
+                    "the namespace set {names:?} in a sharded manager: shard over all \
+                     namespaces or one"
+                ));
+            }
+            let mut apis = namespaces.into_iter().map(|(_, api)| api);
+            if let Some(first) = apis.next() {
+                api = first;
+                more = apis.collect();
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::InvalidController {
+                controller: self.name,
+                problems: problems.join("; "),
+            });
+        }
+        let parts = Parts {
+            labels,
+            fields,
+            predicate: self.predicate,
+            backoff,
+            policy: self.policy,
+        };
+        let customize = self.customize.unwrap_or_else(|| Box::new(|c| c));
+        self.manager
+            .install(&self.name, api, more, self.reconciler, parts, customize);
+        Ok(())
+    }
+}
+
+impl<K, R> ControllerBuilder<'_, K, R>
+where
+    K: Object,
+    K::Scope: NamespaceScope,
+    R: Reconciler<K>,
+{
+    /// Watches only these namespaces: one watch per namespace, one cache
+    /// for the set, as controller-runtime's `cache.Options.DefaultNamespaces`
+    /// (or `ByObject[..].Namespaces`). Only namespaced resources have the
+    /// method; pass `Api::all` (or the one namespace's `Api` with a set of
+    /// that namespace). An operator whose RBAC reaches only these
+    /// namespaces needs no cluster-wide list.
+    pub fn with_namespaces<I, S>(mut self, namespaces: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.namespaces = Some(
+            namespaces
+                .into_iter()
+                .map(Into::into)
+                .map(|name| {
+                    let api = self.api.clone().constrain(&name);
+                    (name, api)
+                })
+                .collect(),
+        );
+        self
+    }
+}
