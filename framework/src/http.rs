@@ -1,7 +1,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,6 +9,7 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
+use crate::health::{self, Health, Line};
 use crate::serve::{BodyError, Limits, Plain, Respond, read_body};
 use crate::{Error, Metrics};
 
@@ -42,7 +42,7 @@ pub(crate) async fn bind(address: SocketAddr, what: &'static str) -> Result<TcpL
 #[derive(Clone)]
 pub(crate) enum Endpoints {
     Metrics(Arc<Metrics>),
-    Health(Arc<AtomicBool>),
+    Health(Health),
 }
 
 /// The largest request body an endpoint reads (its GETs carry none).
@@ -76,6 +76,7 @@ async fn answer(
 ) -> Response<Full<Bytes>> {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let verbose = health::wants_verbose(request.uri().query());
     let openmetrics = request
         .headers()
         .get_all(hyper::header::ACCEPT)
@@ -120,17 +121,40 @@ async fn answer(
             crate::metrics::TEXT_CONTENT_TYPE,
             metrics.render(),
         ),
-        (Endpoints::Health(_), "/healthz") => respond(StatusCode::OK, "text/plain", "ok".into()),
-        (Endpoints::Health(ready), "/readyz") if ready.load(Ordering::Relaxed) => {
-            respond(StatusCode::OK, "text/plain", "ok".into())
+        (Endpoints::Health(checks), "/healthz") => {
+            let lines = [ping(), checks.watchdog.line(tokio::time::Instant::now())];
+            probe(
+                "healthz",
+                &lines,
+                verbose,
+                StatusCode::INTERNAL_SERVER_ERROR,
+            )
         }
-        (Endpoints::Health(_), "/readyz") => respond(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "text/plain",
-            "not ready".into(),
-        ),
+        (Endpoints::Health(checks), "/readyz") => {
+            let mut lines = vec![ping()];
+            lines.extend(checks.readiness.lines());
+            probe("readyz", &lines, verbose, StatusCode::SERVICE_UNAVAILABLE)
+        }
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "not found".into()),
     }
+}
+
+fn ping() -> Line {
+    Line {
+        name: "ping".into(),
+        failure: None,
+    }
+}
+
+/// A probe's response: 200 when every check passed, `failed` otherwise.
+fn probe(name: &str, lines: &[Line], verbose: bool, failed: StatusCode) -> Response<Full<Bytes>> {
+    let answer = health::answer(name, lines, verbose);
+    let status = if answer.passed {
+        StatusCode::OK
+    } else {
+        failed
+    };
+    respond(status, "text/plain; charset=utf-8", answer.body)
 }
 
 fn respond(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {

@@ -31,6 +31,7 @@ mod context;
 mod controller;
 mod error;
 mod finalizer;
+mod health;
 mod http;
 mod leader;
 mod manager;

@@ -21,6 +21,7 @@ pub use trim::{CacheTrim, LAST_APPLIED};
 use std::any::{Any, TypeId};
 use std::fmt;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,6 +58,8 @@ pub(crate) struct SharedCache<K: Object> {
     subscribers: Mutex<Vec<Announcer<K>>>,
     /// Woken after every watch event the store applied.
     changed: Arc<Notify>,
+    /// Set once the store holds the first complete list.
+    synced: Arc<AtomicBool>,
 }
 
 impl<K: Object> SharedCache<K> {
@@ -70,7 +73,29 @@ impl<K: Object> SharedCache<K> {
             writer: Mutex::new(Some(writer)),
             subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
+            synced: Arc::default(),
         }
+    }
+
+    /// Turns on once the store holds the first complete list (and stays
+    /// on through later re-lists, as an informer's `HasSynced` does).
+    pub(crate) fn synced(&self) -> Arc<AtomicBool> {
+        self.synced.clone()
+    }
+
+    /// The readiness check's name: `cache:` and the resource
+    /// (`configmaps`, `deployments.apps`), with `/namespace` for a
+    /// namespaced watch.
+    pub(crate) fn check_name(&self) -> String {
+        let resource = ApiResource::erase::<K>(&());
+        let mut name = format!("cache:{}", resource.plural);
+        if !resource.group.is_empty() {
+            name = format!("{name}.{}", resource.group);
+        }
+        if let Some(namespace) = self.api.namespace() {
+            name = format!("{name}/{namespace}");
+        }
+        name
     }
 
     /// The read side of the store.
@@ -128,6 +153,10 @@ impl<K: Object> SharedCache<K> {
                                     .unwrap_or_else(|| Arc::new(object));
                                 // A stopped subscriber has dropped its queue.
                                 lock(&self.subscribers).retain(|s| s.announce(object.clone()));
+                            }
+                            // `reflect` has applied the list to the store.
+                            Ok(watcher::Event::InitDone) => {
+                                self.synced.store(true, Ordering::Release);
                             }
                             Ok(_) => {}
                             Err(error) => tracing::debug!(%error, "shared watch"),

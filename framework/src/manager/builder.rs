@@ -1,6 +1,5 @@
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use concord_featuregates::{Config, FeatureRegistry, StrategyName};
@@ -31,6 +30,8 @@ pub struct ManagerBuilder {
     endpoints: crate::serve::Limits,
     reread_wait: Duration,
     cache_trim: CacheTrim,
+    /// The watchdog's tick and how old a tick may get.
+    watchdog: (Duration, Duration),
     // Webhooks (framework/src/webhook): served beside the controllers.
     webhooks: Option<crate::webhook::Webhooks>,
 }
@@ -116,6 +117,16 @@ impl ManagerBuilder {
     /// listen backlog until one closes.
     pub fn with_endpoint_max_connections(mut self, limit: usize) -> Self {
         self.endpoints.connections = limit.max(1);
+        self
+    }
+
+    /// How often the liveness watchdog ticks (default 1 s, at least 10 ms)
+    /// and how old its last tick may be before `/healthz` fails (default
+    /// 30 s, at least twice the tick): a runtime whose workers are all
+    /// blocked polls the tick late, and the kubelet restarts the pod.
+    pub fn with_watchdog(mut self, every: Duration, stale_after: Duration) -> Self {
+        let every = every.max(Duration::from_millis(10));
+        self.watchdog = (every, stale_after.max(every.saturating_mul(2)));
         self
     }
 
@@ -334,9 +345,16 @@ impl ManagerBuilder {
             metrics,
             metrics_listener,
             health_listener,
+            watches: Vec::new(),
             controllers: Vec::new(),
             shutdown: Arc::new(shutdown),
-            ready: Arc::new(AtomicBool::new(false)),
+            health: crate::health::Health {
+                readiness: crate::health::Readiness::default(),
+                watchdog: Arc::new(crate::health::Watchdog::new(
+                    self.watchdog.0,
+                    self.watchdog.1,
+                )),
+            },
             leader: self.leader,
             signals: self.signals,
             grace: self.grace,
@@ -378,6 +396,7 @@ impl Manager {
             endpoints: crate::serve::Limits::default(),
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             cache_trim: CacheTrim::default(),
+            watchdog: (Duration::from_secs(1), Duration::from_secs(30)),
             webhooks: None,
         }
     }

@@ -4,7 +4,6 @@
 use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use concord_featuregates::{Config, FeatureGates};
@@ -17,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::cache::Selection;
 use crate::controller::{Backoff, Shared, pending};
+use crate::health::Health;
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
@@ -63,9 +63,12 @@ pub struct Manager {
     recorder: Recorder,
     metrics_listener: Option<TcpListener>,
     health_listener: Option<TcpListener>,
+    /// The shared caches' watches, started before the controllers (before
+    /// the leader election, so a standby replica's caches are warm).
+    watches: Vec<Task>,
     controllers: Vec<Task>,
     shutdown: Arc<watch::Sender<bool>>,
-    ready: Arc<AtomicBool>,
+    health: Health,
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
@@ -225,7 +228,10 @@ impl Manager {
         };
         let (cache, watch) = self.writes.caches().shared(&api, selection, trim);
         if let Some(watch) = watch {
-            self.controllers.push(watch);
+            self.health
+                .readiness
+                .add(&cache.check_name(), "not synced", cache.synced());
+            self.watches.push(watch);
         }
         context = context.with_store(cache.reader());
         let shared = Arc::new(Shared {
