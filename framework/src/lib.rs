@@ -39,6 +39,7 @@ mod metrics;
 mod object;
 mod rbac;
 mod reconciler;
+mod secure;
 mod serve;
 mod sharding;
 mod task;
@@ -68,7 +69,7 @@ pub use metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 #[doc(inline)]
 pub use object::Object;
 #[doc(inline)]
-pub use rbac::{Permissions, strategy_verbs};
+pub use rbac::{Permissions, metrics_reader, strategy_verbs};
 #[doc(inline)]
 pub use reconciler::Reconciler;
 #[doc(inline)]

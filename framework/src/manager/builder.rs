@@ -30,6 +30,10 @@ pub struct ManagerBuilder {
     endpoints: crate::serve::Limits,
     reread_wait: Duration,
     cache_trim: CacheTrim,
+    /// Secure metrics set here: the cert dir (`None`: self-signed).
+    secure_metrics: Option<Option<std::path::PathBuf>>,
+    /// How long a secure-metrics decision is reused, and how many are kept.
+    review_cache: (Duration, usize),
     /// The watchdog's tick and how old a tick may get.
     watchdog: (Duration, Duration),
     // Webhooks (framework/src/webhook): served beside the controllers.
@@ -117,6 +121,31 @@ impl ManagerBuilder {
     /// listen backlog until one closes.
     pub fn with_endpoint_max_connections(mut self, limit: usize) -> Self {
         self.endpoints.connections = limit.max(1);
+        self
+    }
+
+    /// Serves `/metrics` over HTTPS with every request authenticated and
+    /// authorized through the API server, as `--metrics-secure` does (set
+    /// here, it holds whatever [`with_args`](Self::with_args) says):
+    /// the certificate is `tls.crt` and `tls.key` in `cert_dir`, re-read
+    /// when they change, or self-signed for `localhost` when `None`.
+    ///
+    /// A request needs a bearer token the API server accepts (a
+    /// TokenReview; otherwise `401`) whose user may `get` the request's
+    /// non-resource path, `/metrics` (a SubjectAccessReview; otherwise
+    /// `403`). A request that cannot be reviewed is refused with `503`.
+    /// The operator's identity needs `create` on `tokenreviews` and
+    /// `subjectaccessreviews` ([`Permissions::secure_metrics`](crate::Permissions::secure_metrics)).
+    pub fn with_secure_metrics(mut self, cert_dir: Option<std::path::PathBuf>) -> Self {
+        self.secure_metrics = Some(cert_dir);
+        self
+    }
+
+    /// How long a secure-metrics decision (allowed, 401 or 403) is reused
+    /// for the same token and path (default 10 s; zero reviews every
+    /// request) and how many decisions are kept (default 1,024, at least 1).
+    pub fn with_metrics_review_cache(mut self, ttl: Duration, entries: usize) -> Self {
+        self.review_cache = (ttl, entries.max(1));
         self
     }
 
@@ -264,6 +293,24 @@ impl ManagerBuilder {
                 (client, Some(config))
             }
         };
+        let secure_dir = match &self.secure_metrics {
+            Some(dir) => Some(dir.clone().or_else(|| self.args.metrics_cert_dir.clone())),
+            None if self.args.metrics_secure => Some(self.args.metrics_cert_dir.clone()),
+            None => None,
+        };
+        let metrics_secure = match (secure_dir, metrics_at) {
+            (Some(dir), Some(_)) => Some((
+                Arc::new(crate::secure::MetricsTls::load(dir.as_deref())?),
+                // The client before any write deadline: reviews are reads
+                // in all but verb.
+                Arc::new(crate::secure::Reviewer::new(
+                    client.clone(),
+                    self.review_cache.0,
+                    self.review_cache.1,
+                )),
+            )),
+            _ => None,
+        };
         // Sharded: a write sent just before the fence must not land after
         // the Lease may have expired (sharding/deadline.rs).
         let client = if self.args.shards.is_on() {
@@ -344,6 +391,7 @@ impl ManagerBuilder {
             writes,
             metrics,
             metrics_listener,
+            metrics_secure,
             health_listener,
             watches: Vec::new(),
             controllers: Vec::new(),
@@ -397,6 +445,8 @@ impl Manager {
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             cache_trim: CacheTrim::default(),
             watchdog: (Duration::from_secs(1), Duration::from_secs(30)),
+            secure_metrics: None,
+            review_cache: (crate::secure::DEFAULT_TTL, crate::secure::DEFAULT_ENTRIES),
             webhooks: None,
         }
     }

@@ -62,6 +62,8 @@ pub struct Manager {
     metrics: Arc<Metrics>,
     recorder: Recorder,
     metrics_listener: Option<TcpListener>,
+    /// With `--metrics-secure`: the endpoint's TLS and request reviewer.
+    metrics_secure: Option<(Arc<crate::secure::MetricsTls>, Arc<crate::secure::Reviewer>)>,
     health_listener: Option<TcpListener>,
     /// The shared caches' watches, started before the controllers (before
     /// the leader election, so a standby replica's caches are warm).

@@ -10,6 +10,7 @@ use super::{Manager, ShutdownHandle};
 use crate::Error;
 use crate::http::{Endpoints, serve};
 use crate::leader::LeaderElector;
+use crate::serve::{Plain, Tls};
 use crate::task::Task;
 
 impl Manager {
@@ -28,10 +29,32 @@ impl Manager {
         // grace period and stop when `run` returns (the senders drop).
         let (_metrics_running, metrics_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.metrics_listener.take() {
-            let endpoints = Endpoints::Metrics(self.metrics.clone());
-            tokio::spawn(serve(listener, endpoints, self.endpoints, async move {
+            let stop = async move {
                 let _ = metrics_stop.await;
-            }));
+            };
+            match self.metrics_secure.clone() {
+                None => {
+                    let endpoints = Endpoints::Metrics {
+                        metrics: self.metrics.clone(),
+                        reviewer: None,
+                    };
+                    tokio::spawn(serve(listener, Plain, endpoints, self.endpoints, stop));
+                }
+                Some((tls, reviewer)) => {
+                    let endpoints = Endpoints::Metrics {
+                        metrics: self.metrics.clone(),
+                        reviewer: Some(reviewer),
+                    };
+                    let handshake = Tls::new(tls.acceptor(), "metrics");
+                    let limits = self.endpoints;
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = serve(listener, handshake, endpoints, limits, stop) => {}
+                            () = tls.reload(std::time::Duration::from_secs(1)) => {}
+                        }
+                    });
+                }
+            }
         }
         // Every readiness check is in place before the first probe.
         let webhooks_serving = Arc::new(AtomicBool::new(false));
@@ -51,9 +74,15 @@ impl Manager {
         let (_health_running, health_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.health_listener.take() {
             let endpoints = Endpoints::Health(self.health.clone());
-            tokio::spawn(serve(listener, endpoints, self.endpoints, async move {
-                let _ = health_stop.await;
-            }));
+            tokio::spawn(serve(
+                listener,
+                Plain,
+                endpoints,
+                self.endpoints,
+                async move {
+                    let _ = health_stop.await;
+                },
+            ));
         }
         if self.signals {
             tokio::spawn(stop_on_signals(self.shutdown_handle()));
