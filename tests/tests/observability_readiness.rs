@@ -146,6 +146,7 @@ async fn readyz_waits_for_the_cache_of_a_large_watch() -> Result<()> {
     );
     ensure!(ready, "/readyz did not turn ready within 120 s");
 
+    // ANCHOR: verbose
     let (status, body) = get(health_at, "/readyz?verbose").await?;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
@@ -156,6 +157,7 @@ async fn readyz_waits_for_the_cache_of_a_large_watch() -> Result<()> {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, "[+]ping ok\n[+]watchdog ok\nhealthz check passed\n");
     assert_eq!(get(health_at, "/healthz").await?, (200, "ok".to_owned()));
+    // ANCHOR_END: verbose
 
     stop.shutdown();
     tokio::time::timeout(Duration::from_secs(30), running).await???;

@@ -259,9 +259,11 @@ async fn manager(
         token: Some(token.into()),
         ..Default::default()
     };
+    // ANCHOR: args
     let args = ManagerArgs::new()
         .with_metrics_bind_address("127.0.0.1:0")
         .with_metrics_secure(cert_dir);
+    // ANCHOR_END: args
     let mut manager = Manager::builder("secure-metrics-test")
         .with_kube_config(config)
         .with_args(args)
@@ -280,15 +282,20 @@ async fn only_a_token_allowed_to_get_metrics_is_served() -> Result<()> {
     let mut ids = Identities::new(env.client()?, ns.name());
     let result = async {
         let operator = ids.account("operator", Some(operator_role(true)?)).await?;
+        // ANCHOR: identities
+        // The scraper is bound to the ClusterRole concord generates for
+        // metrics readers; the stranger holds nothing.
         let reader = concord::metrics_reader("unused");
         let allowed = ids.account("scraper", Some(reader)).await?;
         let denied = ids.account("stranger", None).await?;
         let (ca, certs) = webhooks_support::certs()?;
         let manager = manager(env, ns.name(), operator, Some(certs.path().to_owned())).await?;
+        // ANCHOR_END: identities
         let at = manager.metrics_address().context("metrics are served")?;
         let stop = manager.shutdown_handle();
         let running = tokio::spawn(manager.run());
 
+        // ANCHOR: scrapes
         let (status, body) = scrape(at, Trust::Ca(ca.pem()), Some(&allowed)).await?;
         assert_eq!(status, 200, "{body}");
         assert!(
@@ -303,6 +310,7 @@ async fn only_a_token_allowed_to_get_metrics_is_served() -> Result<()> {
         assert!(!body.contains("concord_"), "{body}");
         let (status, body) = scrape(at, Trust::Ca(ca.pem()), Some("not-a-token")).await?;
         assert_eq!(status, 401, "{body}");
+        // ANCHOR_END: scrapes
         // A second allowed scrape (a cached decision) is served the same.
         assert_eq!(
             scrape(at, Trust::Ca(ca.pem()), Some(&allowed)).await?.0,
