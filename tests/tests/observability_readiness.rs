@@ -204,3 +204,78 @@ async fn readyz_names_the_webhook_server_and_the_shard_ring() -> Result<()> {
     tokio::time::timeout(Duration::from_secs(30), running).await???;
     Ok(())
 }
+
+/// Whether `manager`'s metrics say it runs its controllers.
+fn leads(metrics: &concord::Metrics) -> bool {
+    metrics.render().lines().any(|l| l == "concord_leader 1")
+}
+
+#[tokio::test]
+async fn a_standby_replica_is_ready_with_its_caches_warm() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    for i in 0..3 {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("cm-{i}")}}))?;
+        maps.create(&PostParams::default(), &cm).await?;
+    }
+    let replica = |name: &'static str| {
+        let client = env.client();
+        let maps = maps.clone();
+        let args = ManagerArgs::new()
+            .with_health_probe_bind_address("127.0.0.1:0")
+            .with_leader_election("standby-test", ns.name());
+        async move {
+            let mut manager = Manager::builder(name)
+                .with_client(client?)
+                .with_args(args)
+                .with_signal_handling(false)
+                .build()
+                .await?;
+            manager.add_controller("configmaps", maps.clone(), concord_tests::Idle, |c| c);
+            anyhow::Ok(manager)
+        }
+    };
+    let leader = replica("standby-test").await?;
+    let leader_metrics = leader.metrics();
+    let stop_leader = leader.shutdown_handle();
+    let leading = tokio::spawn(leader.run());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !leads(&leader_metrics) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ensure!(leads(&leader_metrics), "the first replica became leader");
+
+    let standby = replica("standby-test").await?;
+    let health_at = standby.health_address().context("probes are served")?;
+    let store = standby
+        .context::<ConfigMap>()
+        .store()
+        .context("the standby's shared cache")?;
+    let standby_metrics = standby.metrics();
+    let stop_standby = standby.shutdown_handle();
+    let waiting = tokio::spawn(standby.run());
+    let expected = format!(
+        "[+]ping ok\n[+]cache:configmaps/{} ok\nreadyz check passed\n",
+        ns.name()
+    );
+    let mut last = (0, String::new());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while last != (200, expected.clone()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        last = get(health_at, "/readyz?verbose").await?;
+    }
+    assert_eq!(last, (200, expected), "the standby turns ready");
+    assert_eq!(store.len(), 3, "the standby's cache holds every ConfigMap");
+    assert!(
+        !leads(&standby_metrics),
+        "the standby is ready while the other replica leads"
+    );
+
+    stop_standby.shutdown();
+    stop_leader.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), waiting).await???;
+    tokio::time::timeout(Duration::from_secs(30), leading).await???;
+    Ok(())
+}
