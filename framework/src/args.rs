@@ -29,6 +29,16 @@ pub struct ManagerArgs {
     /// Address the Prometheus metrics endpoint binds to (`host:port`, `:port`, or 0 to disable).
     #[arg(long = "metrics-bind-address", default_value = "0")]
     pub metrics_bind_address: String,
+    /// Serve metrics over HTTPS, each request authenticated with a
+    /// TokenReview and authorized with a SubjectAccessReview (`get` on
+    /// the `/metrics` non-resource URL).
+    #[arg(long = "metrics-secure")]
+    pub metrics_secure: bool,
+    /// Directory holding the secure metrics endpoint's `tls.crt` and
+    /// `tls.key`, re-read when they change; a self-signed certificate when
+    /// not given.
+    #[arg(long = "metrics-cert-dir")]
+    pub metrics_cert_dir: Option<PathBuf>,
     /// Address the /healthz and /readyz endpoints bind to (`host:port`, `:port`, or 0 to disable).
     #[arg(long = "health-probe-bind-address", default_value = "0")]
     pub health_probe_bind_address: String,
@@ -171,6 +181,15 @@ impl ManagerArgs {
         self.shard_ring
             .as_deref()
             .unwrap_or(&self.leader_election_id)
+    }
+
+    /// Sets `--metrics-secure`, and `--metrics-cert-dir` to `cert_dir`
+    /// (`None`: a self-signed certificate).
+    #[must_use]
+    pub fn with_metrics_secure(mut self, cert_dir: Option<PathBuf>) -> Self {
+        self.metrics_secure = true;
+        self.metrics_cert_dir = cert_dir;
+        self
     }
 
     /// Sets `--metrics-bind-address`.

@@ -76,7 +76,10 @@ where
     /// replica's shard selects (in `label` mode, its own shard only).
     ///
     /// The cache is as fresh as the watch: a copy may be a moment behind
-    /// the API server (it never runs ahead of it).
+    /// the API server (it never runs ahead of it). Until the watch's first
+    /// list is in, the store is empty; `store.wait_until_ready().await`
+    /// returns once it is (the moment the manager's `/readyz` check
+    /// `cache:<resource>` passes), or fails if the manager stopped first.
     pub fn store(&self) -> Option<Store<K>> {
         self.store.as_ref()?.downcast_ref::<Store<K>>().cloned()
     }

@@ -31,6 +31,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The secure metrics endpoint's certificate cannot be loaded or made.
+    #[error("metrics certificate {} (--metrics-cert-dir): {message}", path.display())]
+    MetricsCertificate {
+        /// The file at fault, in `--metrics-cert-dir`.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A bind address flag is not `host:port`, `:port` or `0`.
     #[error("invalid {flag} `{value}`: expected host:port, :port or 0 to disable")]
     BadAddress {

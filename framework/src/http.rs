@@ -1,7 +1,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,7 +9,9 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
-use crate::serve::{BodyError, Limits, Plain, Respond, read_body};
+use crate::health::{self, Health, Line};
+use crate::secure::{Reviewer, Verdict};
+use crate::serve::{BodyError, Handshake, Limits, Respond, read_body};
 use crate::{Error, Metrics};
 
 /// Parses a controller-runtime style bind address: `host:port`, `:port`
@@ -41,22 +42,35 @@ pub(crate) async fn bind(address: SocketAddr, what: &'static str) -> Result<TcpL
 /// probes (`GET /healthz`, `GET /readyz`).
 #[derive(Clone)]
 pub(crate) enum Endpoints {
-    Metrics(Arc<Metrics>),
-    Health(Arc<AtomicBool>),
+    Metrics {
+        metrics: Arc<Metrics>,
+        /// With `--metrics-secure`: who reviews each request.
+        reviewer: Option<Arc<Reviewer>>,
+    },
+    Health(Health),
 }
 
 /// The largest request body an endpoint reads (its GETs carry none).
 const MAX_BODY: usize = 16 << 10;
 
 /// Serves `endpoints` on `listener` until `stop` completes: the same hyper
-/// server as the webhooks', within `limits`.
-pub(crate) async fn serve(
+/// server as the webhooks', within `limits`, over plain HTTP or TLS as
+/// `handshake` says.
+pub(crate) async fn serve<H: Handshake>(
     listener: TcpListener,
+    handshake: H,
     endpoints: Endpoints,
     limits: Limits,
     stop: impl Future<Output = ()> + Send,
 ) {
-    crate::serve::serve(listener, Plain, Arc::new((endpoints, limits)), limits, stop).await;
+    crate::serve::serve(
+        listener,
+        handshake,
+        Arc::new((endpoints, limits)),
+        limits,
+        stop,
+    )
+    .await;
 }
 
 impl Respond for (Endpoints, Limits) {
@@ -76,12 +90,17 @@ async fn answer(
 ) -> Response<Full<Bytes>> {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let verbose = health::wants_verbose(request.uri().query());
     let openmetrics = request
         .headers()
         .get_all(hyper::header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains("application/openmetrics-text"));
+    let authorization = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or_default().to_owned());
     // A body is unexpected, but read (or time out) before answering so
     // that a slow one cannot hold the connection.
     match read_body(request, MAX_BODY, body_read).await {
@@ -109,28 +128,81 @@ async fn answer(
             format!("{path} takes GET\n"),
         );
     }
+    // Secure metrics: every request is reviewed, whatever its path.
+    if let Endpoints::Metrics {
+        reviewer: Some(reviewer),
+        ..
+    } = endpoints
+    {
+        match reviewer.review(authorization.as_deref(), &path).await {
+            Verdict::Allowed => {}
+            Verdict::Unauthenticated(why) => {
+                let mut response =
+                    respond(StatusCode::UNAUTHORIZED, "text/plain", format!("{why}\n"));
+                response.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    hyper::header::HeaderValue::from_static("Bearer"),
+                );
+                return response;
+            }
+            Verdict::Forbidden(why) => {
+                return respond(StatusCode::FORBIDDEN, "text/plain", format!("{why}\n"));
+            }
+            Verdict::Unreviewable(why) => {
+                tracing::warn!(error = %why, "refusing a metrics request that could not be reviewed");
+                return respond(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    "the request could not be reviewed\n".into(),
+                );
+            }
+        }
+    }
     match (endpoints, path.as_str()) {
-        (Endpoints::Metrics(metrics), "/metrics") if openmetrics => respond(
+        (Endpoints::Metrics { metrics, .. }, "/metrics") if openmetrics => respond(
             StatusCode::OK,
             crate::metrics::OPENMETRICS_CONTENT_TYPE,
             metrics.render_openmetrics(),
         ),
-        (Endpoints::Metrics(metrics), "/metrics") => respond(
+        (Endpoints::Metrics { metrics, .. }, "/metrics") => respond(
             StatusCode::OK,
             crate::metrics::TEXT_CONTENT_TYPE,
             metrics.render(),
         ),
-        (Endpoints::Health(_), "/healthz") => respond(StatusCode::OK, "text/plain", "ok".into()),
-        (Endpoints::Health(ready), "/readyz") if ready.load(Ordering::Relaxed) => {
-            respond(StatusCode::OK, "text/plain", "ok".into())
+        (Endpoints::Health(checks), "/healthz") => {
+            let lines = [ping(), checks.watchdog.line(tokio::time::Instant::now())];
+            probe(
+                "healthz",
+                &lines,
+                verbose,
+                StatusCode::INTERNAL_SERVER_ERROR,
+            )
         }
-        (Endpoints::Health(_), "/readyz") => respond(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "text/plain",
-            "not ready".into(),
-        ),
+        (Endpoints::Health(checks), "/readyz") => {
+            let mut lines = vec![ping()];
+            lines.extend(checks.readiness.lines());
+            probe("readyz", &lines, verbose, StatusCode::SERVICE_UNAVAILABLE)
+        }
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "not found".into()),
     }
+}
+
+fn ping() -> Line {
+    Line {
+        name: "ping".into(),
+        failure: None,
+    }
+}
+
+/// A probe's response: 200 when every check passed, `failed` otherwise.
+fn probe(name: &str, lines: &[Line], verbose: bool, failed: StatusCode) -> Response<Full<Bytes>> {
+    let answer = health::answer(name, lines, verbose);
+    let status = if answer.passed {
+        StatusCode::OK
+    } else {
+        failed
+    };
+    respond(status, "text/plain; charset=utf-8", answer.body)
 }
 
 fn respond(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {

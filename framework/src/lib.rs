@@ -33,6 +33,7 @@ mod context;
 mod controller;
 mod error;
 mod finalizer;
+mod health;
 mod http;
 mod leader;
 mod manager;
@@ -42,6 +43,7 @@ mod predicate;
 mod rbac;
 mod reconciler;
 mod selector;
+mod secure;
 mod serve;
 mod sharding;
 mod task;
@@ -75,7 +77,7 @@ pub use object::Object;
 #[doc(inline)]
 pub use predicate::Predicate;
 #[doc(inline)]
-pub use rbac::{Permissions, strategy_verbs};
+pub use rbac::{Permissions, metrics_reader, strategy_verbs};
 #[doc(inline)]
 pub use reconciler::Reconciler;
 #[doc(inline)]

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use kube::Resource;
 use kube::core::{ApiResource, ObjectMeta};
 
@@ -139,6 +139,16 @@ impl<'a> Permissions<'a> {
         )
     }
 
+    /// The manager serves secure metrics (`--metrics-secure`): `create` on
+    /// `authentication.k8s.io` tokenreviews and `authorization.k8s.io`
+    /// subjectaccessreviews, to review each scrape. Both are
+    /// cluster-scoped: grant these rules through a ClusterRole.
+    #[must_use]
+    pub fn secure_metrics(self) -> Self {
+        self.verbs("authentication.k8s.io", "tokenreviews", &["create"])
+            .verbs("authorization.k8s.io", "subjectaccessreviews", &["create"])
+    }
+
     /// Any other `verbs` on `resource` (a plural, or `plural/subresource`)
     /// of API group `group` (empty for the core group).
     #[must_use]
@@ -187,6 +197,31 @@ impl<'a> Permissions<'a> {
     }
 }
 
+/// The ClusterRole a scraper of secure metrics is bound to: `get` on the
+/// `/metrics` non-resource URL, what each scrape's SubjectAccessReview
+/// asks about.
+///
+/// ```
+/// let role = concord::metrics_reader("demo-metrics-reader");
+/// let rule = &role.rules.as_deref().unwrap_or_default()[0];
+/// assert_eq!(rule.non_resource_urls.as_deref(), Some(&["/metrics".to_owned()][..]));
+/// assert_eq!(rule.verbs, ["get"]);
+/// ```
+pub fn metrics_reader(name: &str) -> ClusterRole {
+    ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(vec!["/metrics".to_owned()]),
+            verbs: vec!["get".to_owned()],
+            ..PolicyRule::default()
+        }]),
+        ..ClusterRole::default()
+    }
+}
+
 /// The verbs a write through `strategy` may send, `get` included, as the
 /// strategy itself declares them ([`WriteStrategy::verbs`](concord_strategies::WriteStrategy::verbs)).
 /// A strategy this version cannot build needs (and gets) none.
@@ -216,6 +251,21 @@ mod tests {
             .collect();
         verbs.sort_unstable();
         verbs
+    }
+
+    #[test]
+    fn secure_metrics_may_review_tokens_and_access() {
+        let config = config("{}");
+        let rules = Permissions::new(config.strategies())
+            .secure_metrics()
+            .rules();
+        assert_eq!(verbs_of(&rules, "tokenreviews"), ["create"]);
+        assert_eq!(verbs_of(&rules, "subjectaccessreviews"), ["create"]);
+        let groups: Vec<_> = rules
+            .iter()
+            .flat_map(|r| r.api_groups.iter().flatten())
+            .collect();
+        assert_eq!(groups, ["authentication.k8s.io", "authorization.k8s.io"]);
     }
 
     #[test]

@@ -62,6 +62,40 @@ impl Handshake for Plain {
     }
 }
 
+/// How long a client may take to finish a TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A TLS handshake, bounded in time; `what` names the server in logs.
+#[derive(Clone)]
+pub(crate) struct Tls {
+    acceptor: tokio_rustls::TlsAcceptor,
+    what: &'static str,
+}
+
+impl Tls {
+    pub(crate) fn new(acceptor: tokio_rustls::TlsAcceptor, what: &'static str) -> Self {
+        Tls { acceptor, what }
+    }
+}
+
+impl Handshake for Tls {
+    type Io = tokio_rustls::server::TlsStream<TcpStream>;
+    fn handshake(&self, tcp: TcpStream) -> impl Future<Output = Option<Self::Io>> + Send {
+        let accept = self.acceptor.accept(tcp);
+        let what = self.what;
+        async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
+                Ok(Ok(tls)) => Some(tls),
+                Ok(Err(error)) => {
+                    tracing::debug!(%error, server = what, "TLS handshake failed");
+                    None
+                }
+                Err(_) => None,
+            }
+        }
+    }
+}
+
 /// What a server answers.
 pub(crate) trait Respond: Send + Sync + 'static {
     /// The answer to one request.

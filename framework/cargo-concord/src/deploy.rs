@@ -82,17 +82,23 @@ pub(crate) fn initial_rbac(project: &Project) -> Result<String, Error> {
             name: Some(project.project_name.clone()),
             ..ObjectMeta::default()
         },
-        rules: Some(Vec::new()),
+        rules: Some(
+            Permissions::new(config.strategies())
+                .secure_metrics()
+                .rules(),
+        ),
         ..ClusterRole::default()
     };
+    let reader = concord::metrics_reader(&format!("{}-metrics-reader", project.project_name));
     let ser = |source| Error::Serialize {
         what: "deploy/rbac.yaml",
         source,
     };
     let printed = format!(
-        "{}---\n{}",
+        "{}---\n{}---\n{}",
         serde_yaml::to_string(&role).map_err(ser)?,
-        serde_yaml::to_string(&cluster_role).map_err(ser)?
+        serde_yaml::to_string(&cluster_role).map_err(ser)?,
+        serde_yaml::to_string(&reader).map_err(ser)?
     );
     Ok(rbac(&printed))
 }

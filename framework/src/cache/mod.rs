@@ -25,6 +25,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashSet;
 use std::fmt;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,6 +65,8 @@ pub(crate) struct SharedCache<K: Object> {
     subscribers: Mutex<Vec<Announcer<K>>>,
     /// Woken after every watch event the store applied.
     changed: Arc<Notify>,
+    /// Set once the store holds the first complete list.
+    synced: Arc<AtomicBool>,
 }
 
 impl<K: Object> SharedCache<K> {
@@ -78,7 +81,29 @@ impl<K: Object> SharedCache<K> {
             writer: Mutex::new(Some(writer)),
             subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
+            synced: Arc::default(),
         }
+    }
+
+    /// Turns on once the store holds the first complete list (and stays
+    /// on through later re-lists, as an informer's `HasSynced` does).
+    pub(crate) fn synced(&self) -> Arc<AtomicBool> {
+        self.synced.clone()
+    }
+
+    /// The readiness check's name: `cache:` and the resource
+    /// (`configmaps`, `deployments.apps`), with `/namespace` for a
+    /// namespaced watch.
+    pub(crate) fn check_name(&self) -> String {
+        let resource = ApiResource::erase::<K>(&());
+        let mut name = format!("cache:{}", resource.plural);
+        if !resource.group.is_empty() {
+            name = format!("{name}.{}", resource.group);
+        }
+        if let Some(namespace) = self.api.namespace() {
+            name = format!("{name}/{namespace}");
+        }
+        name
     }
 
     /// The read side of the store.
@@ -162,8 +187,13 @@ impl<K: Object> SharedCache<K> {
                 _ => None,
             };
             writer.apply_watcher_event(&event);
-            if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = event {
-                self.announce(old.as_deref(), object);
+            match event {
+                watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
+                    self.announce(old.as_deref(), object);
+                }
+                // `reflect` has applied the list to the store.
+                watcher::Event::InitDone => self.synced.store(true, Ordering::Release),
+                _ => {}
             }
             return;
         }
@@ -211,6 +241,7 @@ impl<K: Object> SharedCache<K> {
                         ));
                     }
                     writer.apply_watcher_event(&watcher::Event::InitDone);
+                    self.synced.store(true, Ordering::Release);
                 }
             }
         }

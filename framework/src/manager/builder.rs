@@ -1,6 +1,5 @@
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use concord_featuregates::{Config, FeatureRegistry, StrategyName};
@@ -31,6 +30,12 @@ pub struct ManagerBuilder {
     endpoints: crate::serve::Limits,
     reread_wait: Duration,
     cache_trim: CacheTrim,
+    /// Secure metrics set here: the cert dir (`None`: self-signed).
+    secure_metrics: Option<Option<std::path::PathBuf>>,
+    /// How long a secure-metrics decision is reused, and how many are kept.
+    review_cache: (Duration, usize),
+    /// The watchdog's tick and how old a tick may get.
+    watchdog: (Duration, Duration),
     // Webhooks (framework/src/webhook): served beside the controllers.
     webhooks: Option<crate::webhook::Webhooks>,
 }
@@ -117,6 +122,41 @@ impl ManagerBuilder {
     /// listen backlog until one closes.
     pub fn with_endpoint_max_connections(mut self, limit: usize) -> Self {
         self.endpoints.connections = limit.max(1);
+        self
+    }
+
+    /// Serves `/metrics` over HTTPS with every request authenticated and
+    /// authorized through the API server, as `--metrics-secure` does (set
+    /// here, it holds whatever [`with_args`](Self::with_args) says):
+    /// the certificate is `tls.crt` and `tls.key` in `cert_dir`, re-read
+    /// when they change, or self-signed for `localhost` when `None`.
+    ///
+    /// A request needs a bearer token the API server accepts (a
+    /// TokenReview; otherwise `401`) whose user may `get` the request's
+    /// non-resource path, `/metrics` (a SubjectAccessReview; otherwise
+    /// `403`). A request that cannot be reviewed is refused with `503`.
+    /// The operator's identity needs `create` on `tokenreviews` and
+    /// `subjectaccessreviews` ([`Permissions::secure_metrics`](crate::Permissions::secure_metrics)).
+    pub fn with_secure_metrics(mut self, cert_dir: Option<std::path::PathBuf>) -> Self {
+        self.secure_metrics = Some(cert_dir);
+        self
+    }
+
+    /// How long a secure-metrics decision (allowed, 401 or 403) is reused
+    /// for the same token and path (default 10 s; zero reviews every
+    /// request) and how many decisions are kept (default 1,024, at least 1).
+    pub fn with_metrics_review_cache(mut self, ttl: Duration, entries: usize) -> Self {
+        self.review_cache = (ttl, entries.max(1));
+        self
+    }
+
+    /// How often the liveness watchdog ticks (default 1 s, at least 10 ms)
+    /// and how old its last tick may be before `/healthz` fails (default
+    /// 30 s, at least twice the tick): a runtime whose workers are all
+    /// blocked polls the tick late, and the kubelet restarts the pod.
+    pub fn with_watchdog(mut self, every: Duration, stale_after: Duration) -> Self {
+        let every = every.max(Duration::from_millis(10));
+        self.watchdog = (every, stale_after.max(every.saturating_mul(2)));
         self
     }
 
@@ -254,6 +294,24 @@ impl ManagerBuilder {
                 (client, Some(config))
             }
         };
+        let secure_dir = match &self.secure_metrics {
+            Some(dir) => Some(dir.clone().or_else(|| self.args.metrics_cert_dir.clone())),
+            None if self.args.metrics_secure => Some(self.args.metrics_cert_dir.clone()),
+            None => None,
+        };
+        let metrics_secure = match (secure_dir, metrics_at) {
+            (Some(dir), Some(_)) => Some((
+                Arc::new(crate::secure::MetricsTls::load(dir.as_deref())?),
+                // The client before any write deadline: reviews are reads
+                // in all but verb.
+                Arc::new(crate::secure::Reviewer::new(
+                    client.clone(),
+                    self.review_cache.0,
+                    self.review_cache.1,
+                )),
+            )),
+            _ => None,
+        };
         // Sharded: a write sent just before the fence must not land after
         // the Lease may have expired (sharding/deadline.rs).
         let client = if self.args.shards.is_on() {
@@ -334,10 +392,18 @@ impl ManagerBuilder {
             writes,
             metrics,
             metrics_listener,
+            metrics_secure,
             health_listener,
+            watches: Vec::new(),
             controllers: Vec::new(),
             shutdown: Arc::new(shutdown),
-            ready: Arc::new(AtomicBool::new(false)),
+            health: crate::health::Health {
+                readiness: crate::health::Readiness::default(),
+                watchdog: Arc::new(crate::health::Watchdog::new(
+                    self.watchdog.0,
+                    self.watchdog.1,
+                )),
+            },
             leader: self.leader,
             signals: self.signals,
             grace: self.grace,
@@ -379,6 +445,9 @@ impl Manager {
             endpoints: crate::serve::Limits::default(),
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             cache_trim: CacheTrim::default(),
+            watchdog: (Duration::from_secs(1), Duration::from_secs(30)),
+            secure_metrics: None,
+            review_cache: (crate::secure::DEFAULT_TTL, crate::secure::DEFAULT_ENTRIES),
             webhooks: None,
         }
     }

@@ -4,7 +4,6 @@
 use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use concord_featuregates::{Config, FeatureGates};
@@ -17,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::cache::Selection;
 use crate::controller::{Attempts, Policy, Shared, pending};
+use crate::health::Health;
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
@@ -88,10 +88,15 @@ pub struct Manager {
     metrics: Arc<Metrics>,
     recorder: Recorder,
     metrics_listener: Option<TcpListener>,
+    /// With `--metrics-secure`: the endpoint's TLS and request reviewer.
+    metrics_secure: Option<(Arc<crate::secure::MetricsTls>, Arc<crate::secure::Reviewer>)>,
     health_listener: Option<TcpListener>,
+    /// The shared caches' watches, started before the controllers (before
+    /// the leader election, so a standby replica's caches are warm).
+    watches: Vec<Task>,
     controllers: Vec<Task>,
     shutdown: Arc<watch::Sender<bool>>,
-    ready: Arc<AtomicBool>,
+    health: Health,
     leader: LeaderElectionConfig,
     signals: bool,
     grace: Duration,
@@ -281,7 +286,10 @@ impl Manager {
         };
         let (cache, watch) = self.writes.caches().shared(&api, more, selection, trim);
         if let Some(watch) = watch {
-            self.controllers.push(watch);
+            self.health
+                .readiness
+                .add(&cache.check_name(), "not synced", cache.synced());
+            self.watches.push(watch);
         }
         context = context.with_store(cache.reader());
         let backoff = parts.backoff;

@@ -1,4 +1,5 @@
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
@@ -9,6 +10,8 @@ use super::{Manager, ShutdownHandle};
 use crate::Error;
 use crate::http::{Endpoints, serve};
 use crate::leader::LeaderElector;
+use crate::serve::{Plain, Tls};
+use crate::task::Task;
 
 impl Manager {
     /// Runs every controller until shutdown (SIGTERM, SIGINT or a
@@ -26,17 +29,60 @@ impl Manager {
         // grace period and stop when `run` returns (the senders drop).
         let (_metrics_running, metrics_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.metrics_listener.take() {
-            let endpoints = Endpoints::Metrics(self.metrics.clone());
-            tokio::spawn(serve(listener, endpoints, self.endpoints, async move {
+            let stop = async move {
                 let _ = metrics_stop.await;
-            }));
+            };
+            match self.metrics_secure.clone() {
+                None => {
+                    let endpoints = Endpoints::Metrics {
+                        metrics: self.metrics.clone(),
+                        reviewer: None,
+                    };
+                    tokio::spawn(serve(listener, Plain, endpoints, self.endpoints, stop));
+                }
+                Some((tls, reviewer)) => {
+                    let endpoints = Endpoints::Metrics {
+                        metrics: self.metrics.clone(),
+                        reviewer: Some(reviewer),
+                    };
+                    let handshake = Tls::new(tls.acceptor(), "metrics");
+                    let limits = self.endpoints;
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = serve(listener, handshake, endpoints, limits, stop) => {}
+                            () = tls.reload(std::time::Duration::from_secs(1)) => {}
+                        }
+                    });
+                }
+            }
         }
+        // Every readiness check is in place before the first probe.
+        let webhooks_serving = Arc::new(AtomicBool::new(false));
+        if self.webhook_server.is_some() {
+            self.health
+                .readiness
+                .add("webhooks", "not serving", webhooks_serving.clone());
+        }
+        let joined = Arc::new(AtomicBool::new(false));
+        if self.sharding.is_some() {
+            self.health
+                .readiness
+                .add("shard-ring", "not joined", joined.clone());
+        }
+        let watchdog = self.health.watchdog.clone();
+        let _watchdog = Running(vec![tokio::spawn(async move { watchdog.run().await })]);
         let (_health_running, health_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.health_listener.take() {
-            let endpoints = Endpoints::Health(self.ready.clone());
-            tokio::spawn(serve(listener, endpoints, self.endpoints, async move {
-                let _ = health_stop.await;
-            }));
+            let endpoints = Endpoints::Health(self.health.clone());
+            tokio::spawn(serve(
+                listener,
+                Plain,
+                endpoints,
+                self.endpoints,
+                async move {
+                    let _ = health_stop.await;
+                },
+            ));
         }
         if self.signals {
             tokio::spawn(stop_on_signals(self.shutdown_handle()));
@@ -46,11 +92,25 @@ impl Manager {
         let (_webhooks_running, webhooks_stop) = tokio::sync::oneshot::channel::<()>();
         let serving_webhooks = self.webhook_server.is_some();
         if let Some(server) = self.webhook_server.take() {
-            tokio::spawn(server.serve(async move {
-                let _ = webhooks_stop.await;
-            }));
+            // Bound with its certificate loaded at build; serving from
+            // this task's first poll on.
+            tokio::spawn(async move {
+                webhooks_serving.store(true, Ordering::Release);
+                server
+                    .serve(async move {
+                        let _ = webhooks_stop.await;
+                    })
+                    .await;
+            });
         }
-        self.ready.store(true, Ordering::Relaxed);
+        let stop = self.shutdown.subscribe();
+        // The caches fill while a replica waits for leadership, so a
+        // standby is ready (and warm) when it takes over. A sharded
+        // replica's selection is known once it has joined its ring.
+        let mut watches = Running(Vec::new());
+        if self.sharding.is_none() {
+            watches = start(std::mem::take(&mut self.watches), &stop);
+        }
         let mut shutdown = self.shutdown.subscribe();
         let mut elector = if self.args.leader_elect {
             let namespace = self
@@ -78,12 +138,13 @@ impl Manager {
         let mut sharding = self.sharding.take();
         if let Some(sharding) = sharding.as_mut() {
             sharding.join().await?;
+            joined.store(true, Ordering::Release);
+            watches = start(std::mem::take(&mut self.watches), &stop);
         }
 
         let (done_tx, mut done_rx) = watch::channel(false);
         let mut shard_done = done_rx.clone();
         let grace = self.grace;
-        let stop = self.shutdown.subscribe();
         let futures: Vec<_> = self
             .controllers
             .into_iter()
@@ -130,8 +191,30 @@ impl Manager {
             result
         };
         let ((), held, member) = tokio::join!(controllers, holding, member);
+        drop(watches);
         held.and(member)
     }
+}
+
+/// Tasks that end when `run` returns, however it returns.
+struct Running(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Spawns `tasks`, each stopping at the shutdown signal `stop`.
+fn start(tasks: Vec<Task>, stop: &watch::Receiver<bool>) -> Running {
+    Running(
+        tasks
+            .into_iter()
+            .map(|task| tokio::spawn(task(stop.clone())))
+            .collect(),
+    )
 }
 
 async fn stop_on_signals(handle: ShutdownHandle) {

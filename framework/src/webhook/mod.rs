@@ -30,7 +30,7 @@ mod registry;
 mod round_trip;
 mod schema;
 mod server;
-mod tls;
+pub(crate) mod tls;
 mod traits;
 mod verdict;
 mod zero;

@@ -11,19 +11,16 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
 
 use super::handler::{Answer, Handler, Outcome};
 use super::tls::{ReloadingCert, server_config};
 use super::{WebhookError, WebhookMetrics, Webhooks};
-use crate::serve::{BodyError, Handshake, Limits, Respond, read_body};
+use crate::serve::{BodyError, Limits, Respond, Tls, read_body};
 
 /// The largest request body read: conversion reviews carry many objects.
 const MAX_BODY: usize = 64 << 20;
-/// How long a client may take to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`WebhookServer::with_header_read_timeout`].
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`WebhookServer::with_body_read_timeout`].
@@ -198,37 +195,13 @@ impl WebhookServer {
         };
         crate::serve::serve(
             self.listener,
-            Tls(self.acceptor),
+            Tls::new(self.acceptor, "webhook"),
             Arc::new(routes),
             self.limits,
             stop,
         )
         .await;
         reload.abort();
-    }
-}
-
-/// The TLS handshake, bounded in time.
-#[derive(Clone)]
-struct Tls(TlsAcceptor);
-
-impl Handshake for Tls {
-    type Io = TlsStream<TcpStream>;
-    fn handshake(
-        &self,
-        tcp: TcpStream,
-    ) -> impl Future<Output = Option<TlsStream<TcpStream>>> + Send {
-        let accept = self.0.accept(tcp);
-        async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
-                Ok(Ok(tls)) => Some(tls),
-                Ok(Err(error)) => {
-                    tracing::debug!(%error, "webhook TLS handshake failed");
-                    None
-                }
-                Err(_) => None,
-            }
-        }
     }
 }
 

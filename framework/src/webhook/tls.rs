@@ -104,7 +104,7 @@ fn load(dir: &Path) -> Result<CertifiedKey, WebhookError> {
 
 /// The server's TLS configuration: HTTP/1.1, certificates from `cert`.
 pub(crate) fn server_config(
-    cert: Arc<ReloadingCert>,
+    cert: Arc<dyn ResolvesServerCert>,
 ) -> Result<rustls::ServerConfig, WebhookError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)

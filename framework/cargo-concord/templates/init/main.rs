@@ -46,7 +46,8 @@ struct Cli {
     #[arg(long = "print-crds")]
     print_crds: bool,
     /// Print the Role and ClusterRole this operator needs under the
-    /// configured strategies (YAML), then exit. No cluster is needed.
+    /// configured strategies, and the ClusterRole a scraper of its secure
+    /// metrics is bound to (YAML), then exit. No cluster is needed.
     #[arg(long = "print-rbac")]
     print_rbac: bool,
 }
@@ -68,8 +69,11 @@ fn permissions(table: &StrategyTable) -> Permissions<'_> {
 }
 
 /// What the operator does to cluster-scoped resources: a ClusterRole.
+/// `secure_metrics`: TokenReviews and SubjectAccessReviews, which
+/// `--metrics-secure` sends to check each scrape.
 fn cluster_permissions(table: &StrategyTable) -> Permissions<'_> {
     Permissions::new(table)
+        .secure_metrics()
         // +concord:scaffold:cluster-permissions
 }
 
@@ -128,7 +132,8 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The Role and the ClusterRole, as `--print-rbac` prints them.
+/// The Role, the ClusterRole and the metrics readers' ClusterRole, as
+/// `--print-rbac` prints them.
 fn rbac_yaml(table: &StrategyTable, namespace: &str) -> anyhow::Result<String> {
     let role = permissions(table).role(NAME, namespace);
     let cluster_role = ClusterRole {
@@ -139,9 +144,11 @@ fn rbac_yaml(table: &StrategyTable, namespace: &str) -> anyhow::Result<String> {
         rules: Some(cluster_permissions(table).rules()),
         ..ClusterRole::default()
     };
+    let reader = concord::metrics_reader(&format!("{NAME}-metrics-reader"));
     Ok(format!(
-        "{}---\n{}",
+        "{}---\n{}---\n{}",
         serde_yaml::to_string(&role)?,
-        serde_yaml::to_string(&cluster_role)?
+        serde_yaml::to_string(&cluster_role)?,
+        serde_yaml::to_string(&reader)?
     ))
 }
