@@ -15,10 +15,15 @@
 //! the store held before (`queue.rs`). The cache knows nothing of controllers: it hands out
 //! queues and the task that drives the watch.
 
+mod copies;
 mod queue;
+mod selection;
 mod trim;
 
+pub(crate) use copies::CachedCopies;
+use copies::Lookup;
 pub(crate) use queue::Announced;
+pub(crate) use selection::Selection;
 pub use trim::{CacheTrim, LAST_APPLIED};
 
 use std::any::{Any, TypeId};
@@ -29,9 +34,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use concord_strategies::{FreshCopies, Observed, cached_copy, is_newer};
+use concord_strategies::{Observed, cached_copy, is_newer};
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::core::ApiResource;
@@ -335,80 +339,6 @@ fn observed<K: Object>(object: &K) -> Option<Observed> {
     Some(cached_copy::<K>(json, &ApiResource::erase::<K>(&())))
 }
 
-/// A sharded replica's part of a selection, resolved when the watch
-/// starts: it learns its selector only once it has joined its ring, after
-/// its controllers were added. Shard parts of the same `name` are one.
-type ShardSelection = (&'static str, Arc<dyn Fn() -> watcher::Config + Send + Sync>);
-
-/// Which objects a cache watches: the shard's selector, if any, and a
-/// controller's label and field selectors (normalised, so that two
-/// spellings of one selection share a watch).
-#[derive(Clone, Default)]
-pub(crate) struct Selection {
-    shard: Option<ShardSelection>,
-    labels: Option<String>,
-    fields: Option<String>,
-}
-
-impl Selection {
-    /// Also what the shard `resolve` returns when the watch starts.
-    pub(crate) fn with_shard(
-        mut self,
-        name: &'static str,
-        resolve: Arc<dyn Fn() -> watcher::Config + Send + Sync>,
-    ) -> Self {
-        self.shard = Some((name, resolve));
-        self
-    }
-
-    /// Only objects with these labels (a normalised selector).
-    pub(crate) fn with_labels(mut self, labels: Option<String>) -> Self {
-        self.labels = labels;
-        self
-    }
-
-    /// Only objects with these fields (a normalised selector).
-    pub(crate) fn with_fields(mut self, fields: Option<String>) -> Self {
-        self.fields = fields;
-        self
-    }
-
-    fn resolve(&self) -> watcher::Config {
-        let mut config = match &self.shard {
-            Some((_, resolve)) => resolve(),
-            None => watcher::Config::default(),
-        };
-        if let Some(labels) = &self.labels {
-            config.label_selector = Some(match config.label_selector.take() {
-                Some(shard) => format!("{shard},{labels}"),
-                None => labels.clone(),
-            });
-        }
-        if let Some(fields) = &self.fields {
-            config = config.fields(fields);
-        }
-        config
-    }
-}
-
-impl PartialEq for Selection {
-    fn eq(&self, other: &Self) -> bool {
-        self.shard.as_ref().map(|s| s.0) == other.shard.as_ref().map(|s| s.0)
-            && self.labels == other.labels
-            && self.fields == other.fields
-    }
-}
-
-impl fmt::Debug for Selection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Selection")
-            .field("shard", &self.shard.as_ref().map(|s| s.0))
-            .field("labels", &self.labels)
-            .field("fields", &self.fields)
-            .finish()
-    }
-}
-
 /// The shared caches of one manager.
 #[derive(Default)]
 pub(crate) struct Caches {
@@ -515,198 +445,5 @@ fn same_resource(a: &ApiResource, b: &ApiResource) -> bool {
     (&a.group, &a.version, &a.plural) == (&b.group, &b.version, &b.plural)
 }
 
-/// A [`SharedCache`] with its type erased.
-trait Lookup: Send + Sync {
-    fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
-    fn newer<'a>(
-        &'a self,
-        namespace: Option<&'a str>,
-        name: &'a str,
-        than: &'a str,
-        wait: Duration,
-    ) -> BoxFuture<'a, Option<Observed>>;
-}
-
-impl<K: Object> Lookup for SharedCache<K> {
-    fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
-        SharedCache::holds(self, namespace, name)
-    }
-
-    fn newer<'a>(
-        &'a self,
-        namespace: Option<&'a str>,
-        name: &'a str,
-        than: &'a str,
-        wait: Duration,
-    ) -> BoxFuture<'a, Option<Observed>> {
-        Box::pin(SharedCache::newer(self, namespace, name, than, wait))
-    }
-}
-
-/// The fresh copies a writer of one resource and Rust type re-reads from:
-/// whichever of the manager's caches of that resource and type holds the
-/// object (looked up at the
-/// time of the re-read, so controllers added after the writer count).
-pub(crate) struct CachedCopies {
-    caches: Arc<Caches>,
-    resource: ApiResource,
-    /// The Rust type the writer writes.
-    type_id: TypeId,
-}
-
-impl CachedCopies {
-    /// The copies a writer of `K` for `resource` re-reads from.
-    pub(crate) fn new<K: 'static>(caches: Arc<Caches>, resource: ApiResource) -> Self {
-        CachedCopies {
-            caches,
-            resource,
-            type_id: TypeId::of::<K>(),
-        }
-    }
-}
-
-impl fmt::Debug for CachedCopies {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CachedCopies")
-            .field("resource", &self.resource.plural)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FreshCopies for CachedCopies {
-    fn newer<'a>(
-        &'a self,
-        namespace: Option<&'a str>,
-        name: &'a str,
-        than: &'a str,
-        wait: Duration,
-    ) -> BoxFuture<'a, Option<Observed>> {
-        Box::pin(async move {
-            let lookup = self
-                .caches
-                .lookups(&self.resource, self.type_id)
-                .into_iter()
-                .find(|l| l.holds(namespace, name))?;
-            lookup.newer(namespace, name, than, wait).await
-        })
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use futures::FutureExt;
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn selection(labels: &str) -> Selection {
-        Selection::default().with_labels(Some(crate::selector::label_selector(labels).unwrap()))
-    }
-
-    #[test]
-    fn one_selection_is_one_watch_and_another_is_another() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-            let client = kube::Client::try_from(config).unwrap();
-            let all = Api::<ConfigMap>::all(client.clone());
-            let caches = Caches::default();
-            let trim = CacheTrim::default();
-            let (first, watch) = caches.shared(&all, Vec::new(), selection("b=2,a=1"), trim);
-            assert!(watch.is_some());
-            let (same, watch) = caches.shared(&all, Vec::new(), selection(" a=1 , b=2"), trim);
-            assert!(
-                watch.is_none(),
-                "the same selection, spelled otherwise, shares"
-            );
-            assert!(Arc::ptr_eq(&first, &same));
-            let (_, watch) = caches.shared(&all, Vec::new(), selection("a=1"), trim);
-            assert!(watch.is_some(), "another selector, another watch");
-            let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
-            let b = Api::<ConfigMap>::namespaced(client, "b");
-            let (set, watch) = caches.shared(&a, vec![b.clone()], Selection::default(), trim);
-            assert!(watch.is_some());
-            let (alone, watch) = caches.shared(&a, Vec::new(), Selection::default(), trim);
-            assert!(
-                watch.is_some(),
-                "a namespace set is not one of its namespaces"
-            );
-            assert!(!Arc::ptr_eq(&set, &alone));
-            let (again, watch) = caches.shared(&a, vec![b], Selection::default(), trim);
-            assert!(watch.is_none() && Arc::ptr_eq(&set, &again));
-        });
-    }
-
-    fn config_map(namespace: &str, name: &str) -> ConfigMap {
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some(name.into());
-        cm.metadata.namespace = Some(namespace.into());
-        cm.metadata.resource_version = Some("1".into());
-        cm
-    }
-
-    #[test]
-    fn a_namespace_relist_replaces_only_its_own_objects() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-            let client = kube::Client::try_from(config).unwrap();
-            let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
-            let b = Api::<ConfigMap>::namespaced(client, "b");
-            let cache = SharedCache::new(
-                a.clone(),
-                vec![a, b],
-                Selection::default(),
-                CacheTrim::default(),
-            );
-            let mut announced = cache.subscribe(None);
-            let mut writer = lock(&cache.writer).take().unwrap();
-            let mut relists = Relists::new(2);
-            let held = |cache: &SharedCache<ConfigMap>| {
-                let mut names: Vec<String> = cache
-                    .reader()
-                    .state()
-                    .iter()
-                    .map(|o| format!("{}/{}", o.namespace().unwrap(), o.name_any()))
-                    .collect();
-                names.sort();
-                names
-            };
-            use watcher::Event::{Init, InitApply, InitDone};
-            for (i, event) in [
-                (0, Init),
-                (0, InitApply(config_map("a", "x"))),
-                (0, InitDone),
-                (1, Init),
-                (1, InitApply(config_map("b", "y"))),
-            ] {
-                cache.apply(&mut writer, &mut relists, i, event);
-            }
-            assert!(
-                cache.reader().wait_until_ready().now_or_never().is_none(),
-                "b still lists"
-            );
-            cache.apply(&mut writer, &mut relists, 1, InitDone);
-            assert!(
-                cache.reader().wait_until_ready().now_or_never().is_some(),
-                "all listed"
-            );
-            assert_eq!(held(&cache), ["a/x", "b/y"]);
-            // `a` relists after a gap: `x` was deleted meanwhile, `z` created.
-            for event in [Init, InitApply(config_map("a", "z")), InitDone] {
-                cache.apply(&mut writer, &mut relists, 0, event);
-            }
-            assert_eq!(held(&cache), ["a/z", "b/y"], "b's objects stay");
-            let mut names = Vec::new();
-            while let Some(Some(object)) = announced.next().now_or_never() {
-                names.push(object.name_any());
-            }
-            assert_eq!(names, ["x", "y", "z"]);
-        });
-    }
-}
+mod tests;

@@ -1,0 +1,91 @@
+//! The fresh copies a writer re-reads from after a conflict: whichever of
+//! the manager's caches of its resource and Rust type holds the object.
+
+use std::any::TypeId;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use concord_strategies::{FreshCopies, Observed};
+use futures::future::BoxFuture;
+use kube::core::ApiResource;
+
+use super::{Caches, SharedCache};
+use crate::Object;
+
+/// A [`SharedCache`] with its type erased.
+pub(super) trait Lookup: Send + Sync {
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>>;
+}
+
+impl<K: Object> Lookup for SharedCache<K> {
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
+        SharedCache::holds(self, namespace, name)
+    }
+
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>> {
+        Box::pin(SharedCache::newer(self, namespace, name, than, wait))
+    }
+}
+
+/// The fresh copies a writer of one resource and Rust type re-reads from:
+/// whichever of the manager's caches of that resource and type holds the
+/// object (looked up at the
+/// time of the re-read, so controllers added after the writer count).
+pub(crate) struct CachedCopies {
+    caches: Arc<Caches>,
+    resource: ApiResource,
+    /// The Rust type the writer writes.
+    type_id: TypeId,
+}
+
+impl CachedCopies {
+    /// The copies a writer of `K` for `resource` re-reads from.
+    pub(crate) fn new<K: 'static>(caches: Arc<Caches>, resource: ApiResource) -> Self {
+        CachedCopies {
+            caches,
+            resource,
+            type_id: TypeId::of::<K>(),
+        }
+    }
+}
+
+impl fmt::Debug for CachedCopies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedCopies")
+            .field("resource", &self.resource.plural)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FreshCopies for CachedCopies {
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Option<Observed>> {
+        Box::pin(async move {
+            let lookup = self
+                .caches
+                .lookups(&self.resource, self.type_id)
+                .into_iter()
+                .find(|l| l.holds(namespace, name))?;
+            lookup.newer(namespace, name, than, wait).await
+        })
+    }
+}

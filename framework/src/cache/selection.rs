@@ -1,0 +1,80 @@
+//! Which objects a shared cache watches: part of its key.
+
+use std::fmt;
+use std::sync::Arc;
+
+use kube::runtime::watcher;
+
+/// A sharded replica's part of a selection, resolved when the watch
+/// starts: it learns its selector only once it has joined its ring, after
+/// its controllers were added. Shard parts of the same `name` are one.
+type ShardSelection = (&'static str, Arc<dyn Fn() -> watcher::Config + Send + Sync>);
+
+/// Which objects a cache watches: the shard's selector, if any, and a
+/// controller's label and field selectors (normalised, so that two
+/// spellings of one selection share a watch).
+#[derive(Clone, Default)]
+pub(crate) struct Selection {
+    shard: Option<ShardSelection>,
+    labels: Option<String>,
+    fields: Option<String>,
+}
+
+impl Selection {
+    /// Also what the shard `resolve` returns when the watch starts.
+    pub(crate) fn with_shard(
+        mut self,
+        name: &'static str,
+        resolve: Arc<dyn Fn() -> watcher::Config + Send + Sync>,
+    ) -> Self {
+        self.shard = Some((name, resolve));
+        self
+    }
+
+    /// Only objects with these labels (a normalised selector).
+    pub(crate) fn with_labels(mut self, labels: Option<String>) -> Self {
+        self.labels = labels;
+        self
+    }
+
+    /// Only objects with these fields (a normalised selector).
+    pub(crate) fn with_fields(mut self, fields: Option<String>) -> Self {
+        self.fields = fields;
+        self
+    }
+
+    pub(super) fn resolve(&self) -> watcher::Config {
+        let mut config = match &self.shard {
+            Some((_, resolve)) => resolve(),
+            None => watcher::Config::default(),
+        };
+        if let Some(labels) = &self.labels {
+            config.label_selector = Some(match config.label_selector.take() {
+                Some(shard) => format!("{shard},{labels}"),
+                None => labels.clone(),
+            });
+        }
+        if let Some(fields) = &self.fields {
+            config = config.fields(fields);
+        }
+        config
+    }
+}
+
+impl PartialEq for Selection {
+    fn eq(&self, other: &Self) -> bool {
+        self.shard.as_ref().map(|s| s.0) == other.shard.as_ref().map(|s| s.0)
+            && self.labels == other.labels
+            && self.fields == other.fields
+    }
+}
+
+impl fmt::Debug for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Selection")
+            .field("shard", &self.shard.as_ref().map(|s| s.0))
+            .field("labels", &self.labels)
+            .field("fields", &self.fields)
+            .finish()
+    }
+}
