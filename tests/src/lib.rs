@@ -57,3 +57,34 @@ pub fn target_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target"))
 }
+
+/// A GET over plain HTTP/1.1 to `address`: the status code and the body
+/// (an endpoint of the manager's: metrics, health, readiness).
+///
+/// # Errors
+///
+/// No answer within 10 s, or an answer that is not HTTP.
+pub async fn http_get(address: std::net::SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    use anyhow::Context as _;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(address).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
+    tcp.write_all(request.as_bytes()).await?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tcp.read_to_end(&mut raw),
+    )
+    .await
+    .context("the endpoint did not answer within 10 s")??;
+    let text = String::from_utf8(raw)?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .context("an HTTP answer has a blank line after its headers")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .context("an HTTP status line")?
+        .parse()?;
+    Ok((status, body.to_owned()))
+}

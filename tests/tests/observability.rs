@@ -12,7 +12,6 @@
 mod webhooks_support;
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +25,7 @@ use concord::{
 };
 use concord_testenv::TestEnv;
 use concord_tests::eventually;
+use concord_tests::http_get as get;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
@@ -73,27 +73,6 @@ impl Reconciler<ConfigMap> for Labeller {
 /// The pinned series: one `name{label,label}` a line, sorted.
 fn pinned_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability_support/series.txt")
-}
-
-/// A GET over plain HTTP/1.1: the status code and the body.
-async fn get(address: SocketAddr, path: &str) -> Result<(u16, String)> {
-    let mut tcp = TcpStream::connect(address).await?;
-    let request = format!("GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await?;
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut raw))
-        .await
-        .context("the endpoint did not answer within 10 s")??;
-    let text = String::from_utf8(raw)?;
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .context("an HTTP answer has a blank line after its headers")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .context("an HTTP status line")?
-        .parse()?;
-    Ok((status, body.to_owned()))
 }
 
 /// The (metric name, label names) of every sample in a text exposition,

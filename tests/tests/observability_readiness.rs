@@ -13,7 +13,6 @@
 
 mod webhooks_support;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
@@ -21,12 +20,11 @@ use concord::webhook::WebhookOptions;
 use concord::{Manager, ManagerArgs, ShardingMode};
 use concord_testenv::TestEnv;
 use concord_testenv::faults::{FaultProxy, Faults, Verb};
+use concord_tests::http_get as get;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// How many ConfigMaps the watch lists (`CONCORD_READINESS_OBJECTS`).
 fn object_count() -> Result<usize> {
@@ -36,27 +34,6 @@ fn object_count() -> Result<usize> {
             .with_context(|| format!("CONCORD_READINESS_OBJECTS=`{n}` is not a count")),
         Err(_) => Ok(2_000),
     }
-}
-
-/// A GET over plain HTTP/1.1: the status code and the body.
-async fn get(address: SocketAddr, path: &str) -> Result<(u16, String)> {
-    let mut tcp = TcpStream::connect(address).await?;
-    let request = format!("GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await?;
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut raw))
-        .await
-        .context("the endpoint did not answer within 10 s")??;
-    let text = String::from_utf8(raw)?;
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .context("an HTTP answer has a blank line after its headers")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .context("an HTTP status line")?
-        .parse()?;
-    Ok((status, body.to_owned()))
 }
 
 #[tokio::test]
