@@ -7,13 +7,13 @@ use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Writt
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::writes::WriteRegistry;
-use crate::{Object, ResourceWriter};
+use crate::{Object, ResourceWriter, Store};
 
 /// What a reconciler gets besides the object: a client, the feature gates,
 /// and writers whose strategy the configuration chose.
@@ -77,9 +77,10 @@ where
     ///
     /// The cache is as fresh as the watch: a copy may be a moment behind
     /// the API server (it never runs ahead of it). Until the watch's first
-    /// list is in, the store is empty; `store.wait_until_ready().await`
-    /// returns once it is (the moment the manager's `/readyz` check
-    /// `cache:<resource>` passes), or fails if the manager stopped first.
+    /// list is in, the store is empty; [`Store::wait_until_ready`] returns
+    /// once it is (the moment the manager's `/readyz` check
+    /// `cache:<resource>` passes), in every task that waits, or fails if
+    /// the manager stopped first.
     pub fn store(&self) -> Option<Store<K>> {
         self.store.as_ref()?.downcast_ref::<Store<K>>().cloned()
     }

@@ -57,7 +57,7 @@ pub use args::ManagerArgs;
 #[doc(inline)]
 pub use backoff::Backoff;
 #[doc(inline)]
-pub use cache::{CacheTrim, LAST_APPLIED};
+pub use cache::{CacheTrim, LAST_APPLIED, Store, StoreStopped};
 #[doc(inline)]
 pub use client::{ClientCounters, throttle_aware_client};
 #[doc(inline)]

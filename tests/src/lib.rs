@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use concord::{Action, Context, Reconciler};
-use k8s_openapi::api::core::v1::ConfigMap;
 
 /// A reconciler that does nothing: a manager runs (and holds its Lease)
 /// while it has a controller.
@@ -14,14 +13,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 pub struct Idle;
 
 #[concord::async_trait]
-impl Reconciler<ConfigMap> for Idle {
+impl<K: concord::Object> Reconciler<K> for Idle {
     type Error = std::convert::Infallible;
 
-    async fn reconcile(
-        &self,
-        _object: Arc<ConfigMap>,
-        _ctx: &Context<ConfigMap>,
-    ) -> Result<Action, Self::Error> {
+    async fn reconcile(&self, _object: Arc<K>, _ctx: &Context<K>) -> Result<Action, Self::Error> {
         Ok(Action::await_change())
     }
 }

@@ -451,3 +451,90 @@ async fn a_view_controller_writes_what_it_changed_and_nothing_else() -> Result<(
     }
     Ok(())
 }
+
+/// `store` becomes ready within a minute in each of three tasks that wait
+/// on it at once (beside the controllers' own waits), holding `objects`.
+/// Each waits in a task of its own, so a waiter that is never woken fails
+/// the test instead of being polled again by the timeout.
+async fn ready_with<K: concord::Object>(store: concord::Store<K>, objects: usize) {
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.wait_until_ready().await })
+        })
+        .collect();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(60), waiter)
+            .await
+            .expect("every waiter is woken within a minute")
+            .expect("the waiting task ran")
+            .expect("the store became ready");
+    }
+    assert!(store.is_ready());
+    assert_eq!(store.len(), objects, "the ready store holds every object");
+}
+
+#[tokio::test]
+async fn the_store_a_context_hands_out_becomes_ready_once_the_cache_synced() -> Result<()> {
+    const OBJECTS: usize = 30;
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    for i in 0..OBJECTS {
+        let pod = json!({
+            "metadata": {"name": format!("ready-{i}")},
+            "spec": {"containers": [{"name": "main", "image": "registry.invalid/pause:1"}]}
+        });
+        pods.create(&PostParams::default(), &serde_json::from_value(pod)?)
+            .await?;
+    }
+    let mut manager = manager(ns.client(), "guarded", CacheTrim::default()).await;
+    let whole: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
+    let views: Api<PodPhase> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("whole", whole, concord_tests::Idle, |c| c);
+    manager.add_controller("metadata", metadata, concord_tests::Idle, |c| c);
+    manager.add_controller("views", views, concord_tests::Idle, |c| c);
+    let stores = (
+        manager.context::<Pod>().store().expect("a store of Pods"),
+        manager
+            .context::<PartialObjectMeta<Pod>>()
+            .store()
+            .expect("a store of metadata"),
+        manager
+            .context::<PodPhase>()
+            .store()
+            .expect("a store of views"),
+    );
+    assert!(!stores.0.is_ready(), "not ready before the manager runs");
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    // ANCHOR: wait_until_ready
+    let (whole, metadata, views) = stores;
+    ready_with(whole, OBJECTS).await;
+    ready_with(metadata, OBJECTS).await;
+    ready_with(views, OBJECTS).await;
+    // ANCHOR_END: wait_until_ready
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn waiting_for_a_store_fails_when_the_manager_stops_before_it_synced() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let mut manager = manager(ns.client(), "guarded", CacheTrim::default()).await;
+    let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("never-runs", pods, concord_tests::Idle, |c| c);
+    let store = manager.context::<Pod>().store().expect("a store of Pods");
+    let waiter = tokio::spawn(async move { store.wait_until_ready().await });
+    drop(manager);
+    let outcome = tokio::time::timeout(Duration::from_secs(10), waiter).await??;
+    let error = outcome.expect_err("a manager dropped unstarted never syncs its cache");
+    assert!(
+        error.to_string().contains("cache:pods/"),
+        "the error names the cache: {error}"
+    );
+    Ok(())
+}

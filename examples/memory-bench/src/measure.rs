@@ -83,12 +83,10 @@ pub(crate) async fn synced(
         .wait_for(
             &format!("a synced cache of {objects} objects"),
             Args::sync_limit(objects),
-            // A kube store shows nothing of its initial list until the
-            // list is done, and the Go peer counts the informer's adds:
-            // N objects cached is a synced cache in both. (`synced` is
-            // reported, not waited for: the framework's store never
-            // reported ready in our runs.)
-            |s| s.cached == n,
+            // Both: the store (the informer) reports it synced — concord's
+            // `Store::wait_until_ready`, the Go peer's `WaitForCacheSync` —
+            // and holds all N objects.
+            |s| s.synced && s.cached == n,
         )
         .await?;
     let sync_s = started.elapsed().as_secs_f64();

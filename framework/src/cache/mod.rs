@@ -18,12 +18,15 @@
 mod copies;
 mod queue;
 mod selection;
+mod store;
 mod trim;
 
 pub(crate) use copies::CachedCopies;
 use copies::Lookup;
 pub(crate) use queue::Announced;
 pub(crate) use selection::Selection;
+use store::Synced;
+pub use store::{Store, StoreStopped};
 pub use trim::{CacheTrim, LAST_APPLIED};
 
 use std::any::{Any, TypeId};
@@ -39,7 +42,7 @@ use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::core::ApiResource;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
 
@@ -62,7 +65,7 @@ pub(crate) struct SharedCache<K: Object> {
     apis: Vec<Api<K>>,
     selection: Selection,
     trim: CacheTrim,
-    reader: Store<K>,
+    reader: reflector::Store<K>,
     /// Taken by the task that drives the watch when the manager runs.
     writer: Mutex<Option<reflector::store::Writer<K>>>,
     /// One queue per subscriber.
@@ -71,6 +74,9 @@ pub(crate) struct SharedCache<K: Object> {
     changed: Arc<Notify>,
     /// Set once the store holds the first complete list.
     synced: Arc<AtomicBool>,
+    /// The same, for the waiters of [`Store::wait_until_ready`]; also says
+    /// when the watch stopped before.
+    sync: tokio::sync::watch::Sender<Synced>,
 }
 
 impl<K: Object> SharedCache<K> {
@@ -86,7 +92,23 @@ impl<K: Object> SharedCache<K> {
             subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
             synced: Arc::default(),
+            sync: tokio::sync::watch::Sender::new(Synced::Listing),
         }
+    }
+
+    /// Marks the store synced: readiness checks and waiters.
+    fn mark_synced(&self) {
+        self.synced.store(true, Ordering::Release);
+        self.sync.send_replace(Synced::Yes);
+    }
+
+    /// The store as reconcilers read it.
+    pub(crate) fn store(&self) -> Store<K> {
+        Store::new(
+            self.reader.clone(),
+            self.sync.subscribe(),
+            self.check_name(),
+        )
     }
 
     /// Turns on once the store holds the first complete list (and stays
@@ -111,7 +133,7 @@ impl<K: Object> SharedCache<K> {
     }
 
     /// The read side of the store.
-    pub(crate) fn reader(&self) -> Store<K> {
+    pub(crate) fn reader(&self) -> reflector::Store<K> {
         self.reader.clone()
     }
 
@@ -166,6 +188,13 @@ impl<K: Object> SharedCache<K> {
                     () = run => {}
                     _ = shutdown.wait_for(|stop| *stop) => {}
                 }
+                self.sync.send_if_modified(|sync| {
+                    let listing = *sync == Synced::Listing;
+                    if listing {
+                        *sync = Synced::Stopped;
+                    }
+                    listing
+                });
             })
         })
     }
@@ -196,7 +225,7 @@ impl<K: Object> SharedCache<K> {
                     self.announce(old.as_deref(), object);
                 }
                 // `reflect` has applied the list to the store.
-                watcher::Event::InitDone => self.synced.store(true, Ordering::Release),
+                watcher::Event::InitDone => self.mark_synced(),
                 _ => {}
             }
             return;
@@ -245,7 +274,7 @@ impl<K: Object> SharedCache<K> {
                         ));
                     }
                     writer.apply_watcher_event(&watcher::Event::InitDone);
-                    self.synced.store(true, Ordering::Release);
+                    self.mark_synced();
                 }
             }
         }
@@ -420,7 +449,7 @@ impl Caches {
             .iter()
             .filter(|e| e.type_id == TypeId::of::<K>())
             .find_map(|e| e.cache.clone().downcast::<SharedCache<K>>().ok())
-            .map(|cache| cache.reader())
+            .map(|cache| cache.store())
     }
 
     /// The caches that may serve a writer of `type_id` for `resource`:

@@ -291,7 +291,7 @@ impl Manager {
                 .add(&cache.check_name(), "not synced", cache.synced());
             self.watches.push(watch);
         }
-        context = context.with_store(cache.reader());
+        context = context.with_store(cache.store());
         let backoff = parts.backoff;
         let policy = parts.policy.unwrap_or_else(|| {
             Box::new(move |_: &K, _: &R::Error, attempts| Action::requeue(backoff.delay(attempts)))
