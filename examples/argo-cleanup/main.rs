@@ -25,8 +25,8 @@
 use clap::Parser;
 use concord::{Built, FeatureRegistry, Manager};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
+use concord_examples::pod_phase::PodPhase;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
 #[derive(Parser)]
@@ -69,7 +69,9 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let pods: Api<Pod> = Api::namespaced(manager.client().clone(), &namespace);
+    // Both read Pods as `PodPhase` views (metadata and phase), from one
+    // shared cache of views.
+    let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), &namespace);
     // Two controllers, two event paths, racing on the same Pods.
     manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);
     manager.add_controller("pod-completion", pods, CompletionPath, |c| c);

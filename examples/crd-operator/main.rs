@@ -31,13 +31,11 @@
 
 use clap::Parser;
 use concord::{Built, FeatureRegistry, Manager};
-use concord_examples::widgets::{self, Widget, WidgetReconciler};
+use concord_examples::widgets::{self, Widget};
 use concord_examples::widgets_demo::{demo, install_crd};
 use concord_examples::widgets_webhooks;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::runtime::watcher;
-use kube::{Api, CustomResourceExt};
+use kube::CustomResourceExt;
 
 #[derive(Parser)]
 struct Cli {
@@ -107,14 +105,9 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let client = manager.client().clone();
-    let widgets: Api<Widget> = Api::namespaced(client.clone(), &namespace);
-    let shards: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    manager.add_controller("widgets", widgets, WidgetReconciler, move |controller| {
-        // A shard changed or deleted by hand is reconciled back.
-        controller.owns(shards, watcher::Config::default())
-    });
+    widgets::add_controller(&mut manager, &namespace);
     // ANCHOR_END: main
+    let client = manager.client().clone();
     if args.serve {
         // In a cluster the CRD is installed with the manifests (it is
         // cluster-scoped; the operator's namespaced Role cannot).

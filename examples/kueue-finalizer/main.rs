@@ -23,9 +23,8 @@
 
 use clap::Parser;
 use concord::{Built, Manager, Operation};
-use concord_examples::kueue::{self, PodFinalizer};
+use concord_examples::kueue::{self, PodPhase};
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 
 #[derive(Parser)]
@@ -72,14 +71,16 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let pods: Api<Pod> = Api::namespaced(manager.client().clone(), &namespace);
-    manager.add_controller("pods", pods, PodFinalizer, |controller| controller);
+    // The controller reads Pods as `PodPhase` views (metadata and phase):
+    // its cache holds nothing else.
+    let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), &namespace);
+    kueue::add_controller(&mut manager, pods);
     // ANCHOR_END: main
     println!(
         "RemoveFinalizersWithStrictPatch={}: our finalizer is removed with `{}`",
         manager.gates().enabled(strict_patch),
         manager
-            .context::<Pod>()
+            .context::<PodPhase>()
             .strategy(Operation::RemoveFinalizer)
     );
     if args.serve {

@@ -16,6 +16,8 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::demo::wait_until;
+#[doc(inline)]
+pub use crate::pod_phase::PodPhase;
 
 /// The example's configuration file, `examples/argo-cleanup/config.yaml`.
 pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/argo-cleanup/config.yaml");
@@ -45,7 +47,7 @@ pub const FOREIGN_FINALIZER: &str = "backup.example.com/keep";
 /// # Errors
 ///
 /// As [`Context::write`]; a Pod already gone counts as done.
-pub async fn complete(ctx: &Context<Pod>, pod: &Pod) -> Result<(), WriteError> {
+pub async fn complete(ctx: &Context<PodPhase>, pod: &PodPhase) -> Result<(), WriteError> {
     let done = Mutation::new()
         .with(Intent::remove_finalizer(FINALIZER))
         .with(Intent::set_label(COMPLETED_LABEL, "true"));
@@ -63,17 +65,21 @@ pub async fn complete(ctx: &Context<Pod>, pod: &Pod) -> Result<(), WriteError> {
 pub struct DeletionPath;
 
 #[concord::async_trait]
-impl Reconciler<Pod> for DeletionPath {
+impl Reconciler<PodPhase> for DeletionPath {
     type Error = WriteError;
 
-    async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, WriteError> {
+    async fn reconcile(
+        &self,
+        pod: Arc<PodPhase>,
+        ctx: &Context<PodPhase>,
+    ) -> Result<Action, WriteError> {
         if !pod.labels().contains_key(WORKFLOW_LABEL) {
             return Ok(Action::await_change());
         }
         let deleting = pod.metadata.deletion_timestamp.is_some();
-        if deleting && holds(&pod) {
+        if deleting && holds(&*pod) {
             complete(ctx, &pod).await?;
-        } else if !deleting && !holds(&pod) && !recorded(&pod) && !finished(&pod) {
+        } else if !deleting && !holds(&*pod) && !recorded(&*pod) && !pod.finished() {
             ctx.add_finalizer(&pod, FINALIZER).await?;
         }
         Ok(Action::await_change())
@@ -86,11 +92,15 @@ impl Reconciler<Pod> for DeletionPath {
 pub struct CompletionPath;
 
 #[concord::async_trait]
-impl Reconciler<Pod> for CompletionPath {
+impl Reconciler<PodPhase> for CompletionPath {
     type Error = WriteError;
 
-    async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, WriteError> {
-        if pod.labels().contains_key(WORKFLOW_LABEL) && finished(&pod) && holds(&pod) {
+    async fn reconcile(
+        &self,
+        pod: Arc<PodPhase>,
+        ctx: &Context<PodPhase>,
+    ) -> Result<Action, WriteError> {
+        if pod.labels().contains_key(WORKFLOW_LABEL) && pod.finished() && holds(&*pod) {
             complete(ctx, &pod).await?;
         }
         Ok(Action::await_change())
@@ -98,19 +108,13 @@ impl Reconciler<Pod> for CompletionPath {
 }
 // ANCHOR_END: paths
 
-fn holds(pod: &Pod) -> bool {
+fn holds<K: ResourceExt>(pod: &K) -> bool {
     pod.finalizers().iter().any(|f| f == FINALIZER)
 }
 
 /// Whether the Pod's result was recorded (it carries the completed label).
-pub fn recorded(pod: &Pod) -> bool {
+pub fn recorded<K: ResourceExt>(pod: &K) -> bool {
     pod.labels().get(COMPLETED_LABEL).map(String::as_str) == Some("true")
-}
-
-/// Whether the Pod ran to completion, successfully or not.
-pub fn finished(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    matches!(phase, Some("Succeeded" | "Failed"))
 }
 
 /// What this operator does to the API: two controllers watch Pods, and
@@ -167,7 +171,7 @@ pub async fn demo(client: &Client, namespace: &str, pods: usize) -> anyhow::Resu
     }
     let minute = Duration::from_secs(60);
     wait_until(&api, "our finalizer on every pod", minute, |list| {
-        list.iter().filter(|p| holds(p)).count() == pods
+        list.iter().filter(|p| holds(*p)).count() == pods
     })
     .await?;
 
@@ -191,7 +195,7 @@ pub async fn demo(client: &Client, namespace: &str, pods: usize) -> anyhow::Resu
     })
     .await?;
     let list = api.list(&Default::default()).await?.items;
-    let recorded = list.iter().filter(|p| recorded(p) && !holds(p)).count();
+    let recorded = list.iter().filter(|p| recorded(*p) && !holds(*p)).count();
     let foreign_kept = list
         .iter()
         .filter(|p| p.finalizers().first().map(String::as_str) == Some(FOREIGN_FINALIZER))

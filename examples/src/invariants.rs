@@ -15,7 +15,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
 use crate::widgets::{OWNER_LABEL, SHARD_LABEL, Widget};
-use crate::{argo, kueue};
+use crate::{argo, kueue, pod_phase};
 
 /// One object that breaks one invariant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +77,7 @@ pub async fn kueue(
         }
     }
     for pod in &list {
-        let done = kueue::finished(pod) || pod.metadata.deletion_timestamp.is_some();
+        let done = pod_phase::pod_finished(pod) || pod.metadata.deletion_timestamp.is_some();
         if done && has(pod, kueue::FINALIZER) {
             found.push(violation(
                 format!("pods/{}", pod.name_any()),
@@ -105,7 +105,7 @@ pub async fn argo(client: &Client, namespace: &str) -> kube::Result<Vec<Violatio
         if !pod.labels().contains_key(argo::WORKFLOW_LABEL) {
             continue;
         }
-        let done = argo::finished(&pod) || pod.metadata.deletion_timestamp.is_some();
+        let done = pod_phase::pod_finished(&pod) || pod.metadata.deletion_timestamp.is_some();
         let released = argo::recorded(&pod) && !has(&pod, argo::FINALIZER);
         if done && !released {
             found.push(violation(

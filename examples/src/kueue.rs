@@ -17,6 +17,8 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::demo::wait_until;
+#[doc(inline)]
+pub use crate::pod_phase::PodPhase;
 
 // ANCHOR: gate
 /// Remove our finalizer from Pods with an optimistic lock (`strict`) rather
@@ -64,19 +66,24 @@ pub fn registry() -> Result<(FeatureRegistry, Feature), RegistryError> {
 // ANCHOR: reconciler
 /// Holds managed Pods with [`FINALIZER`] while they run, and releases them
 /// when they finish or are deleted — never naming a strategy: whether the
-/// removal is `strict` or `lax` is the YAML's (and the gate's) decision.
+/// removal is `strict`, `guarded` or `lax` is the YAML's (and the gate's)
+/// decision. It reconciles from the [`PodPhase`] view.
 #[derive(Debug, Default)]
 pub struct PodFinalizer;
 
 #[concord::async_trait]
-impl Reconciler<Pod> for PodFinalizer {
+impl Reconciler<PodPhase> for PodFinalizer {
     type Error = FinalizerError<WriteError>;
 
-    async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, Self::Error> {
+    async fn reconcile(
+        &self,
+        pod: Arc<PodPhase>,
+        ctx: &Context<PodPhase>,
+    ) -> Result<Action, Self::Error> {
         if !pod.labels().contains_key(MANAGED_LABEL) {
             return Ok(Action::await_change());
         }
-        if finished(&pod) && pod.metadata.deletion_timestamp.is_none() {
+        if pod.finished() && pod.metadata.deletion_timestamp.is_none() {
             // The workload has accounted for the finished Pod: let it go.
             // Removing an absent finalizer sends nothing.
             let written = ctx
@@ -103,10 +110,11 @@ impl Reconciler<Pod> for PodFinalizer {
     }
 }
 
-/// Whether the Pod ran to completion, successfully or not.
-pub fn finished(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    matches!(phase, Some("Succeeded" | "Failed"))
+/// Adds the operator's controller over the managed Pods of `pods` (a
+/// namespace, or all) to `manager`: a controller of the [`PodPhase`] view,
+/// so its cache holds views only.
+pub fn add_controller(manager: &mut concord::Manager, pods: Api<PodPhase>) {
+    manager.add_controller("pods", pods, PodFinalizer, |controller| controller);
 }
 // ANCHOR_END: reconciler
 

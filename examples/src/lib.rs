@@ -10,6 +10,7 @@ mod demo;
 pub mod argo;
 pub mod invariants;
 pub mod kueue;
+pub mod pod_phase;
 pub mod procfs;
 pub mod widgets;
 pub mod widgets_demo;

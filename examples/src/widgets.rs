@@ -12,6 +12,8 @@ use concord::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta};
+use kube::core::PartialObjectMeta;
+use kube::runtime::watcher;
 use kube::{CustomResource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -260,6 +262,21 @@ pub fn shard(widget: &Widget, index: u32) -> ConfigMap {
         ..ConfigMap::default()
     }
 }
+
+// ANCHOR: add_controller
+/// Adds the operator's controller of the Widgets in `namespace` to
+/// `manager`. A shard changed or deleted by hand is reconciled back: the
+/// controller also watches the shards, as metadata only (owner references
+/// are all it needs from them), so their data is never held.
+pub fn add_controller(manager: &mut concord::Manager, namespace: &str) {
+    let client = manager.client().clone();
+    let widgets: Api<Widget> = Api::namespaced(client.clone(), namespace);
+    let shards: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client, namespace);
+    manager.add_controller("widgets", widgets, WidgetReconciler, move |controller| {
+        controller.owns(shards, watcher::Config::default())
+    });
+}
+// ANCHOR_END: add_controller
 
 // ANCHOR: permissions
 /// What this operator does to the API: it watches Widgets and their

@@ -19,13 +19,12 @@ use anyhow::Result;
 use concord::strategies::{ConflictPolicy, Writer, strategy_for};
 use concord::{FeatureRegistry, Intent, Manager, ManagerArgs, StrategyName};
 use concord_examples::invariants::{self, Violation};
-use concord_examples::widgets::{Widget, WidgetReconciler, WidgetSpec};
+use concord_examples::widgets::{self, Widget, WidgetSpec};
 use concord_examples::{argo, kueue, wait_until};
 use concord_testenv::faults::{FaultProxy, FaultReport, Faults, Supervised, Verb};
 use concord_testenv::{TestEnv, TestNamespace};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, ResourceExt};
 use serde_json::json;
 
@@ -144,7 +143,8 @@ fn kueue_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) -> 
     proxy.supervise(move |config| {
         let (args, namespace) = (args.clone(), namespace.clone());
         async move {
-            let pods: Api<Pod> = Api::namespaced(Client::try_from(config.clone())?, &namespace);
+            let pods: Api<kueue::PodPhase> =
+                Api::namespaced(Client::try_from(config.clone())?, &namespace);
             let mut manager = Manager::builder("kueue-finalizer")
                 .with_kube_config(config)
                 .with_args(args)
@@ -152,7 +152,7 @@ fn kueue_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) -> 
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            manager.add_controller("pods", pods, kueue::PodFinalizer, |c| c);
+            kueue::add_controller(&mut manager, pods);
             manager.run().await?;
             anyhow::Ok(())
         }
@@ -309,7 +309,8 @@ fn argo_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) -> S
     proxy.supervise(move |config| {
         let (args, namespace) = (args.clone(), namespace.clone());
         async move {
-            let pods: Api<Pod> = Api::namespaced(Client::try_from(config.clone())?, &namespace);
+            let pods: Api<argo::PodPhase> =
+                Api::namespaced(Client::try_from(config.clone())?, &namespace);
             let mut manager = Manager::builder("argo-cleanup")
                 .with_kube_config(config)
                 .with_args(args)
@@ -395,9 +396,6 @@ fn widget_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) ->
     proxy.supervise(move |config| {
         let (args, namespace) = (args.clone(), namespace.clone());
         async move {
-            let client = Client::try_from(config.clone())?;
-            let widgets: Api<Widget> = Api::namespaced(client.clone(), &namespace);
-            let shards: Api<ConfigMap> = Api::namespaced(client, &namespace);
             let mut manager = Manager::builder("crd-operator")
                 .with_kube_config(config)
                 .with_args(args)
@@ -405,9 +403,7 @@ fn widget_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) ->
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            manager.add_controller("widgets", widgets, WidgetReconciler, move |c| {
-                c.owns(shards, watcher::Config::default())
-            });
+            widgets::add_controller(&mut manager, &namespace);
             manager.run().await?;
             anyhow::Ok(())
         }

@@ -9,12 +9,11 @@
 use anyhow::Result;
 use concord::{FeatureRegistry, Manager, ManagerArgs, Operation, StrategyName};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
-use concord_examples::kueue::{self, PodFinalizer};
-use concord_examples::widgets::{self, Widget, WidgetReconciler};
+use concord_examples::kueue;
+use concord_examples::widgets::{self, Widget};
 use concord_examples::{load_config, widgets_demo};
 use concord_testenv::TestEnv;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::runtime::watcher;
+use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, CustomResourceExt};
 
 async fn manager(
@@ -56,12 +55,7 @@ async fn kueue_keeps_every_foreign_finalizer(config: &str, removal: StrategyName
             .strategy(Operation::RemoveFinalizer),
         removal
     );
-    manager.add_controller(
-        "pods",
-        Api::namespaced(ns.client(), ns.name()),
-        PodFinalizer,
-        |c| c,
-    );
+    kueue::add_controller(&mut manager, Api::namespaced(ns.client(), ns.name()));
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -121,7 +115,7 @@ async fn argo_operator_records_each_pod_once_when_both_paths_race() -> Result<()
             .strategy(Operation::RemoveFinalizer),
         StrategyName::Update
     );
-    let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    let pods: Api<argo::PodPhase> = Api::namespaced(ns.client(), ns.name());
     manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);
     manager.add_controller("pod-completion", pods, CompletionPath, |c| c);
     let metrics = manager.metrics();
@@ -164,13 +158,7 @@ async fn crd_operator_owns_shards_reports_status_and_cleans_up() -> Result<()> {
         FeatureRegistry::new(),
     )
     .await;
-    let shards: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller(
-        "widgets",
-        Api::namespaced(ns.client(), ns.name()),
-        WidgetReconciler,
-        move |c| c.owns(shards, watcher::Config::default()),
-    );
+    widgets::add_controller(&mut manager, ns.name());
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 

@@ -14,14 +14,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use concord::{FeatureRegistry, Manager, ManagerArgs, Metrics, WriteError};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
-use concord_examples::kueue::{self, PodFinalizer};
+use concord_examples::kueue::{self, PodPhase};
 use concord_examples::widgets::{self, Widget, WidgetReconciler};
 use concord_examples::{load_config, widgets_demo};
 use concord_testenv::{TestEnv, TestNamespace};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, PostParams};
-use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -151,12 +150,8 @@ async fn kueue_operator_needs_only_its_generated_rules() -> Result<()> {
         rules,
     )
     .await?;
-    manager.add_controller(
-        "pods",
-        Api::namespaced(manager.client().clone(), ns.name()),
-        PodFinalizer,
-        |c| c,
-    );
+    let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), ns.name());
+    kueue::add_controller(&mut manager, pods);
     let outside: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "outside"}}))?;
     let outside = Api::namespaced(ns.client(), ns.name())
         .create(&PostParams::default(), &outside)
@@ -199,7 +194,7 @@ async fn argo_operator_needs_only_its_generated_rules() -> Result<()> {
         rules,
     )
     .await?;
-    let pods: Api<Pod> = Api::namespaced(manager.client().clone(), ns.name());
+    let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), ns.name());
     manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);
     manager.add_controller("pod-completion", pods, CompletionPath, |c| c);
     let outside: Secret = serde_json::from_value(json!({"metadata": {"name": "outside"}}))?;
@@ -235,14 +230,7 @@ async fn crd_operator_needs_only_its_generated_rules() -> Result<()> {
         rules,
     )
     .await?;
-    let client = manager.client().clone();
-    let shards: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
-    manager.add_controller(
-        "widgets",
-        Api::namespaced(client, ns.name()),
-        WidgetReconciler,
-        move |c| c.owns(shards, watcher::Config::default()),
-    );
+    widgets::add_controller(&mut manager, ns.name());
     let outside: Secret = serde_json::from_value(json!({"metadata": {"name": "outside"}}))?;
     let outside = Api::namespaced(ns.client(), ns.name())
         .create(&PostParams::default(), &outside)

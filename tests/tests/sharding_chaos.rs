@@ -31,7 +31,8 @@ use concord::{
     StrategyName,
 };
 use concord_examples::invariants::{self, Violation};
-use concord_examples::{kueue, wait_until};
+use concord_examples::kueue::{self, PodPhase};
+use concord_examples::wait_until;
 use concord_testenv::faults::{FaultProxy, FaultReport, Faults, Supervised, Verb};
 use concord_testenv::{TestEnv, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
@@ -100,10 +101,14 @@ struct Spanned {
 }
 
 #[concord::async_trait]
-impl Reconciler<Pod> for Spanned {
-    type Error = <kueue::PodFinalizer as Reconciler<Pod>>::Error;
+impl Reconciler<PodPhase> for Spanned {
+    type Error = <kueue::PodFinalizer as Reconciler<PodPhase>>::Error;
 
-    async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, Self::Error> {
+    async fn reconcile(
+        &self,
+        pod: Arc<PodPhase>,
+        ctx: &Context<PodPhase>,
+    ) -> Result<Action, Self::Error> {
         let _open = Open {
             replica: self.replica,
             key: format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
@@ -129,7 +134,8 @@ fn replica(
         let (args, namespace, log) = (args.clone(), namespace.clone(), log.clone());
         let replica = ids.fetch_add(1, Relaxed);
         async move {
-            let pods: Api<Pod> = Api::namespaced(Client::try_from(config.clone())?, &namespace);
+            let pods: Api<PodPhase> =
+                Api::namespaced(Client::try_from(config.clone())?, &namespace);
             let mut manager = Manager::builder("kueue-finalizer")
                 .with_kube_config(config)
                 .with_args(args)

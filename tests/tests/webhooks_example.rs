@@ -18,15 +18,13 @@ use std::time::Duration;
 use anyhow::Result;
 use concord::webhook::{WebhookClient, check_hub_round_trip, check_spoke_round_trip};
 use concord::{Manager, ManagerArgs};
-use concord_examples::widgets::{self, Widget, WidgetCondition, WidgetReconciler, WidgetStatus};
+use concord_examples::widgets::{self, Widget, WidgetCondition, WidgetStatus};
 use concord_examples::widgets_v1alpha1;
 use concord_examples::widgets_webhooks::{self, CONFIGURATION, DEFAULT_MESSAGE};
 use concord_testenv::TestEnv;
-use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use kube::runtime::watcher;
 use proptest::prelude::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -145,13 +143,7 @@ async fn the_example_operator_serves_its_webhooks() -> Result<()> {
     )
     .await?;
 
-    let shards: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller(
-        "widgets",
-        Api::namespaced(ns.client(), ns.name()),
-        WidgetReconciler,
-        move |c| c.owns(shards, watcher::Config::default()),
-    );
+    widgets::add_controller(&mut manager, ns.name());
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 

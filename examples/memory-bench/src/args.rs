@@ -38,8 +38,11 @@ pub struct Args {
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
     /// How both operators cache the objects: `full` (each framework's
-    /// default), `stripped` (no managedFields in either) or `metadata`
-    /// (metadata only, in both).
+    /// default), `stripped` (no managedFields in either), `metadata`
+    /// (metadata only, in both) or `view` (Pods only: the Kueue example's
+    /// view of metadata and phase in concord, whole Pods in
+    /// controller-runtime, whose default is what the same controller
+    /// written for it holds).
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
     /// After the rounds, the burst: the concord operator with a slow
@@ -60,6 +63,10 @@ pub struct Args {
     /// Write the report as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write the report's tables (the Markdown printed on stdout) here, for
+    /// a page to include.
+    #[arg(long)]
+    pub table: Option<PathBuf>,
     /// Kubeconfig of the cluster; default the embedded control plane
     /// (started, and built from its Go modules on first use). `$KUBECONFIG`
     /// is ignored.

@@ -21,6 +21,8 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Config;
 use kube::{Client, ResourceExt};
 
+use concord_examples::kueue::PodPhase;
+
 use crate::objects::{Kind, ROUND, WANT};
 use crate::status::Status;
 use crate::widget::Widget;
@@ -46,6 +48,11 @@ pub enum CacheMode {
     /// `Api<PartialObjectMeta<K>>`, controller-runtime's on
     /// `metav1.PartialObjectMetadata`.
     Metadata,
+    /// The Kueue example's view of a Pod (`kueue::PodPhase`: metadata and
+    /// `status.phase`) in concord; controller-runtime's default cache of
+    /// whole Pods, as the same controller written for it would hold.
+    /// Pods only.
+    View,
 }
 
 impl CacheMode {
@@ -55,6 +62,16 @@ impl CacheMode {
             CacheMode::Full => "full",
             CacheMode::Stripped => "stripped",
             CacheMode::Metadata => "metadata",
+            CacheMode::View => "view",
+        }
+    }
+
+    /// What the controller-runtime operator is started with: the same
+    /// mode, except that it has no views and keeps its default for `view`.
+    pub const fn peer(self) -> CacheMode {
+        match self {
+            CacheMode::View => CacheMode::Full,
+            mode => mode,
         }
     }
 }
@@ -166,6 +183,10 @@ pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result
         }
         (Kind::Pods, CacheMode::Metadata) => {
             add_controller::<PartialObjectMeta<Pod>>(m, c, a, reconciler, s)?
+        }
+        (Kind::Pods, CacheMode::View) => add_controller::<PodPhase>(m, c, a, reconciler, s)?,
+        (Kind::Widgets, CacheMode::View) => {
+            anyhow::bail!("--cache view: there is a view of Pods only (use --kind pods)")
         }
         (Kind::Widgets, CacheMode::Full | CacheMode::Stripped) => {
             add_controller::<Widget>(m, c, a, reconciler, s)?

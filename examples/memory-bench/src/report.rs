@@ -83,6 +83,8 @@ pub struct Report {
     pub warmup: usize,
     /// The concord operator's cache mode.
     pub cache: CacheMode,
+    /// The controller-runtime operator's (differs for `view` only).
+    pub peer_cache: CacheMode,
     /// Seconds of settling before each reading.
     pub settle_secs: u64,
     /// Reconciles at once, in both operators.
@@ -106,6 +108,7 @@ impl Report {
             rounds: args.rounds,
             warmup: args.warmup,
             cache: args.cache,
+            peer_cache: args.cache.peer(),
             settle_secs: args.settle_secs,
             concurrency: args.concurrency,
             runs: Vec::new(),
@@ -209,12 +212,17 @@ pub fn table(report: &Report) -> String {
     if !report.runs.is_empty() {
         let _ = writeln!(
             out,
-            "\n{} {}, {} round(s) after {} warm-up, cache {}, concurrency {}, readings {} s after each phase\n",
+            "\n{} {}, {} round(s) after {} warm-up, cache {}{}, concurrency {}, readings {} s after each phase\n",
             report.objects,
             report.kind.as_str(),
             report.rounds,
             report.warmup,
             report.cache.as_str(),
+            if report.cache.peer() == report.cache {
+                String::new()
+            } else {
+                format!(" (controller-runtime: {})", report.cache.peer().as_str())
+            },
             report.concurrency,
             report.settle_secs
         );

@@ -71,7 +71,7 @@ impl Programs {
             format!("-kubeconfig={}", self.kubeconfig.display()),
             format!("-namespace={namespace}"),
             format!("-kind={}", args.kind.as_str()),
-            format!("-cache={}", args.cache.as_str()),
+            format!("-cache={}", args.cache.peer().as_str()),
             format!("-concurrency={}", args.concurrency),
         ]
     }
@@ -84,6 +84,9 @@ impl Programs {
 /// When the control plane, an operator or a request fails, or a phase does
 /// not complete in time.
 pub async fn run(args: &Args) -> anyhow::Result<Report> {
+    if args.cache == CacheMode::View && args.kind != Kind::Pods {
+        anyhow::bail!("--cache view: there is a view of Pods only (use --kind pods)");
+    }
     let connection = concord_examples::connect(args.kubeconfig.clone(), &args.consent).await?;
     let kubeconfig = connection.kubeconfig.clone();
     let client = connection.client.clone();
@@ -115,7 +118,10 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     }
     report.summarise();
     if let Some(path) = &args.json {
-        write_json(path, &report)?;
+        write_file(path, &serde_json::to_string_pretty(&report)?)?;
+    }
+    if let Some(path) = &args.table {
+        write_file(path, crate::table(&report).trim_start())?;
     }
     Ok(report)
 }
@@ -171,10 +177,9 @@ async fn cleanup(client: &kube::Client, namespace: &str, objects: usize) -> anyh
     concord_race_bench::delete_namespace(client, namespace, objects).await
 }
 
-fn write_json(path: &Path, report: &Report) -> anyhow::Result<()> {
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let text = serde_json::to_string_pretty(report)?;
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
