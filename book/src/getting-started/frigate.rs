@@ -90,6 +90,14 @@ pub const WRITES: &[Operation] = &[
 
 /// Reconciles Frigates: holds each with a finalizer, makes the world
 /// match its spec, and reports a `Ready` condition.
+///
+/// The copy a controller reconciles from is the copy its cache holds, so
+/// choose the smallest that serves it: the whole `Frigate` when it reads
+/// the spec (as here); `kube::core::PartialObjectMeta<Frigate>` when it
+/// reads only labels, annotations, finalizers and owners; a
+/// `concord::view!` struct with `metadata` and the few fields it reads
+/// otherwise (the Kueue example's `PodPhase`). Every strategy writes
+/// exactly from each of them.
 #[derive(Debug, Default)]
 pub struct FrigateReconciler;
 
