@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use futures::StreamExt;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
@@ -15,6 +15,15 @@ use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
 use crate::{Context, Object, Predicate, Reconciler};
+
+/// Reconciles one controller runs at once unless its `customize` sets a
+/// `Config` of its own (`.with_config(Config::default().concurrency(n))`,
+/// 0 for no limit). kube-runtime's default is no limit, under which an
+/// initial list of 10,000 objects starts 10,000 reconciles, and their
+/// writes, at once: `kueue-finalizer --serve` over 10,000 Pods peaked at
+/// 478 MiB (VmHWM) that way and at 46 MiB with this bound, and held all
+/// of them with its finalizer sooner (35 s against 41 s; one run each).
+pub const DEFAULT_CONCURRENCY: u16 = 16;
 
 /// Per-object counts of consecutive failures, from which the error policy
 /// (by default the controller's [`Backoff`](crate::Backoff)) chooses each
@@ -183,7 +192,8 @@ where
     // controller sees every object from the first list on.
     let objects = cache.subscribe(predicate);
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let controller = Controller::for_shared_stream(objects, cache.reader());
+        let controller = Controller::for_shared_stream(objects, cache.reader())
+            .with_config(Config::default().concurrency(DEFAULT_CONCURRENCY));
         let api = cache.api().clone();
         shared.attempts.watch_store(controller.store());
         let controller = customize(controller);

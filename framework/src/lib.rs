@@ -63,6 +63,8 @@ pub use client::{ClientCounters, throttle_aware_client};
 #[doc(inline)]
 pub use context::{Context, owner_reference};
 #[doc(inline)]
+pub use controller::DEFAULT_CONCURRENCY;
+#[doc(inline)]
 pub use error::Error;
 #[doc(inline)]
 pub use finalizer::{FinalizerError, Lifecycle, finalizer};
