@@ -8,7 +8,7 @@
 //! rounds with 95% intervals of its ratio to the baseline, latency,
 //! requests, conflicts, failed and lost writes (counted on the final
 //! objects), CPU per write and peak RSS, as a Markdown table on stdout,
-//! with `results.json` and `results.svg` in `--out DIR` (default
+//! with `results.json`, `results.md` and `results.svg` in `--out DIR` (default
 //! `target/race-bench/<scenario>`). It exits non-zero when `strict`,
 //! `update` or `apply` (or `locked`, in `argo`) lose or give up a write.
 //! Every ratio to the baseline (`lax` by default) is printed with its
@@ -44,7 +44,7 @@ async fn main() -> ExitCode {
     };
     println!("{}", race::markdown(&outcome.report));
     println!(
-        "results.json and results.svg in {}",
+        "results.json, results.md and results.svg in {}",
         args.out_dir().display()
     );
     match outcome.peak_rss_kib {

@@ -132,7 +132,9 @@ pub enum Problem {
         origin: Origin,
     },
     /// A conflict policy given to a strategy that never meets `409 Conflict`.
-    #[error("strategy `{strategy}` takes no conflict policy, only strict and update do ({origin})")]
+    #[error(
+        "strategy `{strategy}` takes no conflict policy, only strict, update and guarded do ({origin})"
+    )]
     UnexpectedConflictPolicy {
         /// The strategy.
         strategy: StrategyName,

@@ -100,7 +100,7 @@ const YAML_CASES: &[(&str, &str)] = &[
     ),
     (
         "strategies:\n  default: {strategy: lax, onConflict: requeue}\n",
-        "strategy `lax` takes no conflict policy, only strict and update do (file `c.yaml` line 2, key `strategies.default`)",
+        "strategy `lax` takes no conflict policy, only strict, update and guarded do (file `c.yaml` line 2, key `strategies.default`)",
     ),
     (
         "strategies:\n  default: {strategy: strict, onConflict: shrug}\n",

@@ -7,6 +7,11 @@
 //! project (`src/`, `deploy/`, `config/`, `tests/operator.rs`: the
 //! scaffold test makes and checks those) are not citations.
 //!
+//! Every `cargo` command line of the book (and of the README and the
+//! getting-started script) names packages, test targets, examples and
+//! binaries the workspace has, and a test name filter after `--test X`
+//! matches a test of `X`: no published command runs zero tests.
+//!
 //! ```text
 //! cargo test -p concord-tests --test book_citations
 //! ```
@@ -133,4 +138,304 @@ fn test_names_are_told_from_other_words() {
     assert!(!is_test_name("remove_finalizer"));
     assert!(!is_test_name("Error::Conflict"));
     assert_eq!(spans("a `b` c `d_e`\n```\n`x`\n```\n"), ["b", "d_e"]);
+}
+
+/// The targets of the workspace a `cargo` command line can name: packages,
+/// test targets, examples and binaries, read from every member's
+/// `Cargo.toml` and the files cargo discovers by itself.
+#[derive(Default)]
+struct Targets {
+    packages: BTreeSet<String>,
+    tests: BTreeSet<String>,
+    examples: BTreeSet<String>,
+    bins: BTreeSet<String>,
+    /// The text of each test target's file, to check a name filter.
+    test_sources: Vec<(String, String)>,
+}
+
+fn rs_stems(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.unwrap().path())
+        .filter_map(|path| {
+            let stem = path.file_stem()?.to_string_lossy().into_owned();
+            if path.extension().is_some_and(|e| e == "rs") {
+                Some((stem, path))
+            } else if path.join("main.rs").exists() {
+                Some((stem, path.join("main.rs")))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn workspace_targets(root: &Path) -> Targets {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = manifest
+        .lines()
+        .find(|l| l.starts_with("members"))
+        .expect("the workspace lists its members");
+    let mut targets = Targets::default();
+    for member in members.split('"').skip(1).step_by(2) {
+        let dir = root.join(member);
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let mut section = "";
+        let mut declared_tests = Vec::new();
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                section = line;
+                continue;
+            }
+            let Some(name) = line
+                .strip_prefix("name = \"")
+                .and_then(|rest| rest.strip_suffix('"'))
+            else {
+                continue;
+            };
+            match section {
+                "[package]" => {
+                    targets.packages.insert(name.to_owned());
+                    if dir.join("src/main.rs").exists() {
+                        targets.bins.insert(name.to_owned());
+                    }
+                }
+                "[[example]]" => {
+                    targets.examples.insert(name.to_owned());
+                }
+                "[[bin]]" => {
+                    targets.bins.insert(name.to_owned());
+                }
+                "[[test]]" => declared_tests.push(name.to_owned()),
+                _ => {}
+            }
+        }
+        for (stem, _) in rs_stems(&dir.join("examples")) {
+            targets.examples.insert(stem);
+        }
+        for (stem, _) in rs_stems(&dir.join("src/bin")) {
+            targets.bins.insert(stem);
+        }
+        for (stem, path) in rs_stems(&dir.join("tests")) {
+            let source = std::fs::read_to_string(&path).unwrap();
+            targets.tests.insert(stem.clone());
+            targets.test_sources.push((stem, source));
+        }
+        targets.tests.extend(declared_tests);
+    }
+    targets
+}
+
+/// Every `cargo …` command line of the book, a line continued with `\`
+/// joined to the next, from code blocks and backquoted spans alike.
+fn cargo_commands(text: &str) -> Vec<String> {
+    let mut joined = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(start) = line.strip_suffix('\\') {
+            pending.push_str(start);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(line);
+        joined.push(std::mem::take(&mut pending));
+    }
+    let mut commands = Vec::new();
+    for line in joined {
+        for piece in line.split('`') {
+            let mut rest = piece;
+            while let Some(at) = rest.find("cargo ") {
+                let command = &rest[at..];
+                let end = command
+                    .find(['#', ';', '|', '&', ')'])
+                    .unwrap_or(command.len());
+                let words: Vec<&str> = command[..end].split_whitespace().collect();
+                commands.push(words.join(" "));
+                rest = &command["cargo ".len()..];
+            }
+        }
+    }
+    commands
+}
+
+/// What is wrong with one command line: a package, test target, example
+/// or binary the workspace does not have, or a test filter that matches no
+/// test of the named target (a command that would run zero tests).
+fn command_problems(command: &str, targets: &Targets) -> Vec<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    // Only the words before `--`: after it come the program's own.
+    let ours = words.iter().position(|w| *w == "--").unwrap_or(words.len());
+    let mut problems = Vec::new();
+    let mut test_target = None;
+    let mut i = 0;
+    while i < ours {
+        let (flag, value) = match words[i].split_once('=') {
+            Some((flag, value)) => (flag, Some(value)),
+            None => (words[i], words.get(i + 1).copied()),
+        };
+        let known = match flag {
+            "-p" | "--package" => Some(&targets.packages),
+            "--test" => Some(&targets.tests),
+            "--example" => Some(&targets.examples),
+            "--bin" => Some(&targets.bins),
+            _ => None,
+        };
+        if let (Some(known), Some(value)) = (known, value) {
+            let plain = value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if plain && !known.contains(value) {
+                problems.push(format!("{flag} {value} does not exist"));
+            }
+            if flag == "--test" {
+                test_target = Some(value);
+            }
+            if !words[i].contains('=') {
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    // `cargo test … --test X FILTER`: the filter must match a test of X.
+    if words.get(1) == Some(&"test")
+        && let Some(target) = test_target
+    {
+        const TAKES_VALUE: &[&str] = &[
+            "-p",
+            "--package",
+            "--test",
+            "--example",
+            "--bin",
+            "--features",
+            "-F",
+            "-j",
+            "--jobs",
+            "--target",
+            "--target-dir",
+            "--manifest-path",
+            "--profile",
+            "--color",
+            "--config",
+            "-Z",
+        ];
+        let mut filters = Vec::new();
+        let mut j = 2;
+        while j < ours {
+            let word = words[j];
+            if word.starts_with('-') {
+                if TAKES_VALUE.contains(&word) {
+                    j += 1;
+                }
+            } else {
+                filters.push(word);
+            }
+            j += 1;
+        }
+        for filter in filters {
+            let found = targets
+                .test_sources
+                .iter()
+                .filter(|(stem, _)| stem == target)
+                .flat_map(|(_, source)| {
+                    // A filter matches a test's path: its modules and name.
+                    source
+                        .split("fn ")
+                        .skip(1)
+                        .chain(source.split("mod ").skip(1))
+                        .map(|rest| {
+                            rest.chars()
+                                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                                .collect::<String>()
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .any(|name| name.contains(filter));
+            if !found {
+                problems.push(format!("no test of --test {target} matches `{filter}`"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_cargo_command_of_the_book_names_existing_targets() {
+    let root = workspace();
+    let targets = workspace_targets(&root);
+    assert!(
+        targets.tests.contains("book_citations"),
+        "{:?}",
+        targets.tests
+    );
+    assert!(
+        targets.examples.contains("race-bench"),
+        "{:?}",
+        targets.examples
+    );
+    let mut pages = Vec::new();
+    files(&root.join("book/src"), &[".md", ".sh"], &mut pages);
+    files(&root.join("tests/tests/scaffold"), &[".sh"], &mut pages);
+    pages.push(root.join("README.md"));
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let name = page.strip_prefix(&root).unwrap().display().to_string();
+        for command in cargo_commands(&text) {
+            checked += 1;
+            for problem in command_problems(&command, &targets) {
+                problems.push(format!("{name}: `{command}`: {problem}"));
+            }
+        }
+    }
+    assert!(checked > 30, "the book has cargo commands ({checked})");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_command_naming_a_missing_target_or_an_empty_filter_is_told() {
+    let targets = Targets {
+        packages: ["concord-tests".to_owned()].into(),
+        tests: ["strategies_stress".to_owned()].into(),
+        examples: ["race-bench".to_owned()].into(),
+        bins: BTreeSet::new(),
+        test_sources: vec![(
+            "strategies_stress".to_owned(),
+            "//! The stress tests print labels.\nasync fn stress_eight_writers() {}".to_owned(),
+        )],
+    };
+    let ok = "cargo test -p concord-tests --test strategies_stress stress_eight -- --nocapture";
+    assert!(command_problems(ok, &targets).is_empty());
+    let moved = "cargo test -p concord-tests --test strategies stress -- --nocapture";
+    let filtered = "cargo test -p concord-tests --test strategies_stress labels";
+    assert_eq!(
+        command_problems(filtered, &targets),
+        ["no test of --test strategies_stress matches `labels`"]
+    );
+    assert_eq!(
+        command_problems(moved, &targets),
+        [
+            "--test strategies does not exist",
+            "no test of --test strategies matches `stress`"
+        ]
+    );
+    let empty = "cargo test -p concord-tests --test strategies_stress no_such_test";
+    assert_eq!(
+        command_problems(empty, &targets),
+        ["no test of --test strategies_stress matches `no_such_test`"]
+    );
+    let example = "cargo run --release --example race_bench -- --pods 10";
+    assert_eq!(
+        command_problems(example, &targets),
+        ["--example race_bench does not exist"]
+    );
+    assert_eq!(
+        cargo_commands(
+            "run `cargo test --test a \\\n  b` then\n```\ncargo run --example x # note\n```"
+        ),
+        ["cargo test --test a b", "cargo run --example x"]
+    );
 }

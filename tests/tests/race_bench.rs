@@ -137,6 +137,12 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
     }
     assert_eq!(json["pods"], 300);
     assert!(std::fs::read_to_string(out.join("results.svg"))?.starts_with("<svg"));
+    // results.md is the table the program printed, for a book page to include.
+    let table = std::fs::read_to_string(out.join("results.md"))?;
+    ensure!(
+        table.contains("| contender | writes/s |") && table.contains("| lax |"),
+        "results.md is the Markdown table: {table}"
+    );
     std::fs::remove_dir_all(&out)?;
     Ok(())
 }

@@ -5,8 +5,8 @@
 //! [`BeforeWrite`] hook or by handing the strategy a stale observed object,
 //! which is what a controller reading from its cache does.
 //!
-//! Run with `cargo test -p concord-tests --test strategies -- --nocapture`
-//! to see the stress-test figures.
+//! The stress tests, which print figures, are in `strategies_stress.rs`:
+//! `cargo test -p concord-tests --test strategies_stress -- --nocapture`.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 

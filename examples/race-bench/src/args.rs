@@ -247,7 +247,7 @@ pub struct Args {
     /// pods carry a second finalizer).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Directory for `results.json` and `results.svg`; by default
+    /// Directory for `results.json`, `results.md` and `results.svg`; by default
     /// `target/race-bench/SCENARIO`.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -294,7 +294,7 @@ impl Args {
         })
     }
 
-    /// Where `results.json` and `results.svg` go.
+    /// Where `results.json`, `results.md` and `results.svg` go.
     pub fn out_dir(&self) -> PathBuf {
         self.out
             .clone()

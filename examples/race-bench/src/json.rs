@@ -1,4 +1,4 @@
-//! `results.json`.
+//! `results.json`, and `results.md` beside it (the table printed on stdout).
 
 use std::path::Path;
 
@@ -6,7 +6,8 @@ use anyhow::Context as _;
 
 use crate::Report;
 
-/// Write `report` to `dir/results.json`, creating `dir` if needed.
+/// Write `report` to `dir/results.json` and its Markdown table to
+/// `dir/results.md`, creating `dir` if needed.
 ///
 /// # Errors
 ///
@@ -16,7 +17,11 @@ pub(crate) fn write(dir: &Path, report: &Report) -> anyhow::Result<()> {
     let path = dir.join("results.json");
     let mut text = serde_json::to_string_pretty(report)?;
     text.push('\n');
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    // The table printed on stdout, as a file a book page can include.
+    let path = dir.join("results.md");
+    std::fs::write(&path, crate::markdown(report))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]
