@@ -355,3 +355,82 @@ async fn openmetrics_scrapers_get_the_same_series() -> Result<()> {
     running.await??;
     Ok(())
 }
+
+/// The value of the sample of `name` whose labels include every one of
+/// `labels` (`key="value"` strings), if the exposition has one.
+fn sample(exposition: &str, name: &str, labels: &[String]) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?.strip_prefix('{')?;
+        let (set, value) = rest.rsplit_once("} ")?;
+        labels
+            .iter()
+            .all(|l| set.split(',').any(|p| p == l))
+            .then(|| value.trim().parse().ok())?
+    })
+}
+
+#[tokio::test]
+async fn the_cache_gauge_counts_the_objects_each_cache_holds() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    for i in 0..5 {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("counted-{i}")}}))?;
+        maps.create(&PostParams::default(), &cm).await?;
+    }
+    let args = ManagerArgs::new()
+        .with_metrics_bind_address("127.0.0.1:0")
+        .with_health_probe_bind_address("127.0.0.1:0");
+    let mut manager = Manager::builder("cache-gauge-test")
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .build()
+        .await?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    manager.add_controller("configmaps", maps.clone(), concord_tests::Idle, |c| c);
+    let metadata: Api<kube::core::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(ns.client(), ns.name());
+    manager.add_controller("configmap-metadata", metadata, concord_tests::Idle, |c| c);
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let whole = [
+        "resource=\"configmaps\"".to_owned(),
+        format!("namespace=\"{}\"", ns.name()),
+        "type=\"ConfigMap\"".to_owned(),
+        "selector=\"\"".to_owned(),
+    ];
+    let partial = [
+        "resource=\"configmaps\"".to_owned(),
+        format!("namespace=\"{}\"", ns.name()),
+        "type=\"PartialObjectMeta<ConfigMap>\"".to_owned(),
+    ];
+    let counts = |n: f64| {
+        let (whole, partial) = (whole.clone(), partial.clone());
+        move || {
+            let (whole, partial) = (whole.clone(), partial.clone());
+            async move {
+                let Ok((200, body)) = get(metrics_at, "/metrics").await else {
+                    return false;
+                };
+                sample(&body, "concord_cache_objects", &whole) == Some(n)
+                    && sample(&body, "concord_cache_objects", &partial) == Some(n)
+            }
+        }
+    };
+    assert!(
+        eventually(Duration::from_secs(60), counts(5.0)).await,
+        "both caches count the five ConfigMaps"
+    );
+    maps.delete("counted-0", &Default::default()).await?;
+    maps.delete("counted-1", &Default::default()).await?;
+    assert!(
+        eventually(Duration::from_secs(60), counts(3.0)).await,
+        "and drop to three after two deletes"
+    );
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}

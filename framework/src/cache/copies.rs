@@ -16,6 +16,8 @@ use crate::Object;
 /// A [`SharedCache`] with its type erased.
 pub(super) trait Lookup: Send + Sync {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
+    /// How many objects the store holds.
+    fn objects(&self) -> usize;
     fn newer<'a>(
         &'a self,
         namespace: Option<&'a str>,
@@ -28,6 +30,10 @@ pub(super) trait Lookup: Send + Sync {
 impl<K: Object> Lookup for SharedCache<K> {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
         SharedCache::holds(self, namespace, name)
+    }
+
+    fn objects(&self) -> usize {
+        self.reader.len()
     }
 
     fn newer<'a>(

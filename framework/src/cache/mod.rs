@@ -18,6 +18,7 @@
 mod copies;
 mod queue;
 mod selection;
+mod sizes;
 mod store;
 mod trim;
 
@@ -25,6 +26,7 @@ pub(crate) use copies::CachedCopies;
 use copies::Lookup;
 pub(crate) use queue::Announced;
 pub(crate) use selection::Selection;
+pub(crate) use sizes::CacheSizes;
 use store::Synced;
 pub use store::{Store, StoreStopped};
 pub use trim::{CacheTrim, LAST_APPLIED};
@@ -376,6 +378,9 @@ pub(crate) struct Caches {
 
 struct Entry {
     type_id: TypeId,
+    type_name: &'static str,
+    /// The namespaces watched, comma-separated; empty for all.
+    namespaces: String,
     resource: ApiResource,
     url: String,
     selection: Selection,
@@ -429,6 +434,13 @@ impl Caches {
         let cache = Arc::new(SharedCache::new(api.clone(), apis, selection.clone(), trim));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
+            type_name: std::any::type_name::<K>(),
+            namespaces: cache
+                .apis
+                .iter()
+                .filter_map(|api| api.namespace())
+                .collect::<Vec<_>>()
+                .join(","),
             resource: ApiResource::erase::<K>(&()),
             url,
             selection,
@@ -437,6 +449,28 @@ impl Caches {
             copies: cache.clone(),
         });
         (cache.clone(), Some(cache.driver()))
+    }
+
+    /// Each cache's labels and size, for [`CacheSizes`].
+    fn sizes(&self) -> Vec<sizes::Size> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        entries
+            .iter()
+            .map(|e| sizes::Size {
+                resource: if e.resource.group.is_empty() {
+                    e.resource.plural.clone()
+                } else {
+                    format!("{}.{}", e.resource.plural, e.resource.group)
+                },
+                namespaces: e.namespaces.clone(),
+                type_name: sizes::short_type_name(e.type_name),
+                selector: e.selection.describe(),
+                objects: e.copies.objects(),
+            })
+            .collect()
     }
 
     /// The store of the first cache of `K`, if a controller of `K` was added.

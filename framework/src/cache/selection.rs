@@ -61,6 +61,23 @@ impl Selection {
     }
 }
 
+impl Selection {
+    /// The selectors, as a label value: `labels` and `fields` joined by
+    /// `;` (empty when there are none); a shard's selector shows as its
+    /// name (`shard:<name>`), as it is known only once the replica joined.
+    pub(super) fn describe(&self) -> String {
+        let parts: Vec<String> = [
+            self.shard.as_ref().map(|(name, _)| format!("shard:{name}")),
+            self.labels.clone(),
+            self.fields.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        parts.join(";")
+    }
+}
+
 impl PartialEq for Selection {
     fn eq(&self, other: &Self) -> bool {
         self.shard.as_ref().map(|s| s.0) == other.shard.as_ref().map(|s| s.0)

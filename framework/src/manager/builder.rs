@@ -328,6 +328,10 @@ impl ManagerBuilder {
             .with_fresh_wait(self.reread_wait),
         );
         let metrics = Arc::new(Metrics::new(writes.clone(), counters));
+        let caches = writes.caches().clone();
+        metrics.register(|registry| {
+            registry.register_collector(Box::new(crate::cache::CacheSizes(caches)));
+        });
         let metrics_listener = match metrics_at {
             Some(at) => Some(bind(at, "metrics").await?),
             None => None,

@@ -1,0 +1,90 @@
+//! `concord_cache_objects`: how many objects each shared cache holds, the
+//! collector the manager registers for its caches.
+
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+use super::Caches;
+
+/// The objects of every shared cache of a manager, read from the stores
+/// at each scrape (a length per cache: no walk over the objects).
+#[derive(Debug)]
+pub(crate) struct CacheSizes(pub(crate) Arc<Caches>);
+
+impl Collector for CacheSizes {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let sizes = self.0.sizes();
+        let mut family = encoder.encode_descriptor(
+            "concord_cache_objects",
+            "Objects held by each shared watch cache, by resource, namespaces watched (empty: all), Rust type held and selector.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for size in &sizes {
+            let labels = [
+                ("resource", size.resource.as_str()),
+                ("namespace", size.namespaces.as_str()),
+                ("type", size.type_name.as_str()),
+                ("selector", size.selector.as_str()),
+            ];
+            let objects = i64::try_from(size.objects).unwrap_or(i64::MAX);
+            ConstGauge::new(objects).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// `type_name` without module paths: `ConfigMap`,
+/// `PartialObjectMeta<ConfigMap>`, `PodPhase`.
+pub(crate) fn short_type_name(type_name: &str) -> String {
+    let mut out = String::with_capacity(type_name.len());
+    let mut word = String::new();
+    let mut chars = type_name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            word.clear();
+        } else if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            out.push_str(&word);
+            word.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(&word);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_type_name;
+
+    #[test]
+    fn type_names_lose_their_paths() {
+        assert_eq!(
+            short_type_name("k8s_openapi::v1_37::api::core::v1::config_map::ConfigMap"),
+            "ConfigMap"
+        );
+        assert_eq!(
+            short_type_name(
+                "kube_core::metadata::PartialObjectMeta<k8s_openapi::api::core::v1::Pod>"
+            ),
+            "PartialObjectMeta<Pod>"
+        );
+        assert_eq!(short_type_name("PodPhase"), "PodPhase");
+    }
+}
+
+/// One cache's labels and size.
+pub(crate) struct Size {
+    pub(crate) resource: String,
+    pub(crate) namespaces: String,
+    pub(crate) type_name: String,
+    pub(crate) selector: String,
+    pub(crate) objects: usize,
+}
