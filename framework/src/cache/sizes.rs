@@ -60,6 +60,15 @@ pub(crate) fn short_type_name(type_name: &str) -> String {
     out
 }
 
+/// One cache's labels and size.
+pub(crate) struct Size {
+    pub(crate) resource: String,
+    pub(crate) namespaces: String,
+    pub(crate) type_name: String,
+    pub(crate) selector: String,
+    pub(crate) objects: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::short_type_name;
@@ -78,13 +87,4 @@ mod tests {
         );
         assert_eq!(short_type_name("PodPhase"), "PodPhase");
     }
-}
-
-/// One cache's labels and size.
-pub(crate) struct Size {
-    pub(crate) resource: String,
-    pub(crate) namespaces: String,
-    pub(crate) type_name: String,
-    pub(crate) selector: String,
-    pub(crate) objects: usize,
 }
