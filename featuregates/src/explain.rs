@@ -69,7 +69,13 @@ impl<'a> Explanation<'a> {
 fn write_yaml_operations(out: &mut String, indent: &str, row: &TableRow) {
     let _ = writeln!(out, "{indent}operations:");
     for operation in Operation::ALL {
-        let choice = row.strategies().get(operation).to_yaml();
+        let choice = row.strategies().get(operation);
+        // A create or delete takes no conflict policy (its cell carries
+        // the default, which the loader refuses to see written).
+        let choice = match operation {
+            Operation::Create | Operation::Delete => choice.strategy.to_string(),
+            _ => choice.to_yaml(),
+        };
         let reason = one_line(&row.reason(operation).to_string());
         let _ = writeln!(out, "{indent}  {operation}: {choice}  # {reason}");
     }

@@ -26,17 +26,30 @@ pub enum Operation {
     /// and a resource's or the global `default` does not cover it — its
     /// built-in strategy is `apply`.
     ApplyOwned,
+    /// Creating an object (`Context::create`, `create_owned`): one `POST`.
+    /// Served by `lax` (an object that already exists counts as done),
+    /// `strict`, `update` and `guarded` (it is an error); a `default` does
+    /// not cover it — its built-in strategy is `strict`.
+    Create,
+    /// Deleting an object (`Context::delete`): one `DELETE` with the
+    /// copy's uid as a precondition, and its `resourceVersion` too under
+    /// `strict`, `update` and `guarded` (`lax` deletes whatever the copy's
+    /// object now holds). A `default` does not cover it — its built-in
+    /// strategy is `strict`.
+    Delete,
 }
 
 impl Operation {
     /// Every operation, in table order.
-    pub const ALL: [Operation; 6] = [
+    pub const ALL: [Operation; 8] = [
         Operation::AddFinalizer,
         Operation::RemoveFinalizer,
         Operation::Metadata,
         Operation::Status,
         Operation::Other,
         Operation::ApplyOwned,
+        Operation::Create,
+        Operation::Delete,
     ];
 
     /// The configuration spelling of this operation.
@@ -48,6 +61,8 @@ impl Operation {
             Operation::Status => "status",
             Operation::Other => "other",
             Operation::ApplyOwned => "apply-owned",
+            Operation::Create => "create",
+            Operation::Delete => "delete",
         }
     }
 
@@ -55,6 +70,17 @@ impl Operation {
     /// hashing.
     pub const fn index(self) -> usize {
         self as usize
+    }
+
+    /// Whether a resource's or the global `default` decides this
+    /// operation's cell. It does not for `apply-owned`, `create` and
+    /// `delete`: not every strategy serves them, so only a rule that names
+    /// the operation does, else its built-in strategy.
+    pub const fn follows_default(self) -> bool {
+        !matches!(
+            self,
+            Operation::ApplyOwned | Operation::Create | Operation::Delete
+        )
     }
 }
 
@@ -67,7 +93,7 @@ impl fmt::Display for Operation {
 /// The error returned when a string names no operation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown operation `{0}` (expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned)"
+    "unknown operation `{0}` (expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned, create, delete)"
 )]
 pub struct UnknownOperation(pub String);
 

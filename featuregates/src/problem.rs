@@ -110,7 +110,7 @@ pub enum Problem {
     },
     /// An operation name that is not known.
     #[error(
-        "unknown operation `{name}`, expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned ({origin})"
+        "unknown operation `{name}`, expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned, create, delete ({origin})"
     )]
     UnknownOperation {
         /// The unknown name.
@@ -198,6 +198,9 @@ fn unservable_because(operation: &Operation) -> &'static str {
     match operation {
         Operation::ApplyOwned => {
             "only server-side apply (`apply`) can create or update a whole owned child"
+        }
+        Operation::Create | Operation::Delete => {
+            "only `lax`, `strict`, `update` and `guarded` create and delete objects"
         }
         _ => "server-side apply cannot express an arbitrary closure",
     }

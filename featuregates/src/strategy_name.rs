@@ -68,11 +68,21 @@ impl StrategyName {
     /// [`Operation::Other`](crate::Operation::Other) (arbitrary closures);
     /// creating or updating a whole owned child
     /// ([`Operation::ApplyOwned`](crate::Operation::ApplyOwned)) is served
-    /// by `apply` alone.
+    /// by `apply` alone; creating and deleting
+    /// ([`Operation::Create`](crate::Operation::Create),
+    /// [`Operation::Delete`](crate::Operation::Delete)) by every strategy but
+    /// `locked` and `apply`.
     pub const fn serves(self, operation: crate::Operation) -> bool {
         match operation {
             crate::Operation::Other => !matches!(self, StrategyName::Apply),
             crate::Operation::ApplyOwned => matches!(self, StrategyName::Apply),
+            crate::Operation::Create | crate::Operation::Delete => matches!(
+                self,
+                StrategyName::Lax
+                    | StrategyName::Strict
+                    | StrategyName::Update
+                    | StrategyName::Guarded
+            ),
             _ => true,
         }
     }

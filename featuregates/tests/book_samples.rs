@@ -36,10 +36,13 @@ fn pods() -> ResourceKey {
 }
 
 /// The strategies of the five operations the samples configure (all but
-/// `apply-owned`, which no default covers: always `apply` here).
+/// `apply-owned`, `create` and `delete`, which no default covers: always
+/// `apply`, `strict` and `strict` here).
 fn strategies(config: &Config, key: &ResourceKey) -> [StrategyName; 5] {
     let row = config.strategies().for_resource(key);
     assert_eq!(row.strategy(Operation::ApplyOwned), StrategyName::Apply);
+    assert_eq!(row.strategy(Operation::Create), StrategyName::Strict);
+    assert_eq!(row.strategy(Operation::Delete), StrategyName::Strict);
     std::array::from_fn(|i| row.strategy(Operation::ALL[i]))
 }
 

@@ -84,7 +84,7 @@ const YAML_CASES: &[(&str, &str)] = &[
     ),
     (
         "strategies:\n  operations:\n    labels: lax\n",
-        "unknown operation `labels`, expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned (file `c.yaml` line 3, key `strategies.operations.labels`)",
+        "unknown operation `labels`, expected one of add-finalizer, remove-finalizer, metadata, status, other, apply-owned, create, delete (file `c.yaml` line 3, key `strategies.operations.labels`)",
     ),
     (
         "strategies:\n  operations:\n    other: apply\n",
@@ -93,6 +93,14 @@ const YAML_CASES: &[(&str, &str)] = &[
     (
         "strategies:\n  resources:\n    configmaps:\n      operations:\n        apply-owned: strict\n",
         "strategy `strict` cannot serve operation `apply-owned`: only server-side apply (`apply`) can create or update a whole owned child (file `c.yaml` line 5, key `strategies.resources.configmaps.operations.apply-owned`)",
+    ),
+    (
+        "strategies:\n  resources:\n    pods:\n      operations:\n        delete: locked\n",
+        "strategy `locked` cannot serve operation `delete`: only `lax`, `strict`, `update` and `guarded` create and delete objects (file `c.yaml` line 5, key `strategies.resources.pods.operations.delete`)",
+    ),
+    (
+        "strategies:\n  operations:\n    create: {strategy: strict, onConflict: retry}\n",
+        "invalid strategy rule: `onConflict` and `retry` do not apply to `create` or `delete`: a delete whose copy is stale hands the object back to the reconciler, and a create has nothing to retry onto (file `c.yaml` line 3, key `strategies.operations.create`)",
     ),
     (
         "strategies:\n  default: apply\n",

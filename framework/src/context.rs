@@ -241,31 +241,90 @@ where
     /// See [`concord_strategies::Error`]: `Rejected` when the API server
     /// refuses the apply, `UnsupportedMutation` if the configuration could
     /// choose another strategy (the loader refuses that).
-    pub async fn apply_owned<C>(&self, owner: &K, mut child: C) -> Result<C, WriteError>
+    pub async fn apply_owned<C>(&self, owner: &K, child: C) -> Result<C, WriteError>
     where
         C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
-        if let Some(reference) = owner_reference(owner) {
-            child
-                .owner_references_mut()
-                .retain(|r| r.uid != reference.uid);
-            child.owner_references_mut().push(reference);
-        }
-        if child.meta().namespace.is_none() {
-            child.meta_mut().namespace = owner.namespace();
-        }
+        let child = owned_by(owner, child);
         let written = self
             .registry
             .writer::<C>(&())
             .write(&child, &Intent::ApplyOwned.into())
             .await?;
-        written.object.ok_or_else(|| WriteError::NotFound {
-            object: concord_strategies::ObjectKey::new(
-                ApiResource::erase::<C>(&()).plural,
-                child.namespace().as_deref(),
-                child.name_any(),
-            ),
-        })
+        stored(written, &child)
+    }
+
+    /// Creates `object` with one `POST`, through the strategy table's
+    /// `create` operation of its resource (built-in `strict`), counted in
+    /// the write metrics. It must carry its name, and its namespace when
+    /// the resource is namespaced; it is sent as its type serializes it.
+    ///
+    /// Under `strict`, `update` and `guarded` an object of that name that
+    /// already exists is [`WriteError::AlreadyExists`] (nothing is
+    /// changed); configure `create: lax` to count it as done and get the
+    /// stored object back instead.
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::ConfigMap>) -> Result<(), concord::strategies::Error> {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// let mut settings = ConfigMap::default();
+    /// settings.metadata.name = Some("settings".into());
+    /// settings.metadata.namespace = Some("default".into());
+    /// let stored = ctx.create(&settings).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`Writer::create`](concord_strategies::Writer::create).
+    pub async fn create<C>(&self, object: &C) -> Result<C, WriteError>
+    where
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
+    {
+        let written = self.registry.writer::<C>(&()).create(object).await?;
+        stored(written, object)
+    }
+
+    /// Creates `child` as owned by `owner`, as [`create`](Self::create):
+    /// with a controller owner reference to `owner` (so deleting the owner
+    /// garbage-collects the child) and, when it names none, the owner's
+    /// namespace.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    pub async fn create_owned<C>(&self, owner: &K, child: C) -> Result<C, WriteError>
+    where
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
+    {
+        self.create(&owned_by(owner, child)).await
+    }
+
+    /// Deletes the object `copy` was read as — a cached copy, a view or a
+    /// metadata-only copy serve, as only its name, namespace, uid and
+    /// `resourceVersion` are read — through the strategy table's `delete`
+    /// operation of its resource (built-in `strict`), counted in the write
+    /// metrics.
+    ///
+    /// Under `strict`, `update` and `guarded` the `DELETE` carries the
+    /// copy's uid and `resourceVersion` as preconditions: if the object
+    /// changed since the copy was read, nothing is deleted and the call
+    /// fails with [`WriteError::Conflict`], so the reconciler decides again
+    /// on the newer copy. Under `lax` only the uid is a precondition. An
+    /// object already gone — or gone and created again under its name —
+    /// counts as done ([`Outcome::gone`](concord_strategies::Outcome)) and
+    /// the newcomer is left alone. The written object is `None` once
+    /// deleted, or the object with its `deletionTimestamp` while its
+    /// finalizers hold it.
+    ///
+    /// # Errors
+    ///
+    /// See [`Writer::delete`](concord_strategies::Writer::delete).
+    pub async fn delete<C>(&self, copy: &C) -> Result<Written<C>, WriteError>
+    where
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
+    {
+        self.registry.writer::<C>(&()).delete(copy).await
     }
 
     /// Publishes a Kubernetes Event about `object`. Failures are logged, not
@@ -282,6 +341,40 @@ where
             tracing::warn!(%error, object = %object.name_any(), "publishing an event failed");
         }
     }
+}
+
+/// `child` with a controller owner reference to `owner` (replacing one to
+/// the same uid) and, when it names none, the owner's namespace.
+fn owned_by<K, C>(owner: &K, mut child: C) -> C
+where
+    K: Resource<DynamicType = ()>,
+    C: Resource<DynamicType = ()>,
+{
+    if let Some(reference) = owner_reference(owner) {
+        child
+            .owner_references_mut()
+            .retain(|r| r.uid != reference.uid);
+        child.owner_references_mut().push(reference);
+    }
+    if child.meta().namespace.is_none() {
+        child.meta_mut().namespace = owner.namespace();
+    }
+    child
+}
+
+/// The stored object of a write that always stores one (an apply, a
+/// create).
+fn stored<C>(written: Written<C>, sent: &C) -> Result<C, WriteError>
+where
+    C: Resource<DynamicType = ()>,
+{
+    written.object.ok_or_else(|| WriteError::NotFound {
+        object: concord_strategies::ObjectKey::new(
+            ApiResource::erase::<C>(&()).plural,
+            sent.namespace().as_deref(),
+            sent.name_any(),
+        ),
+    })
 }
 
 /// A controller owner reference to `owner`, or `None` when it has no uid yet.

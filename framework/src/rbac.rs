@@ -84,7 +84,14 @@ impl<'a> Permissions<'a> {
         );
         let row = self.table.for_resource(&key);
         for &operation in operations {
-            let verbs = strategy_verbs(row.strategy(operation));
+            let verbs = match operation {
+                // Every strategy that serves them sends one request, and
+                // reads the object when it meets one of the same name
+                // (`lax` create) or a stale copy (delete).
+                Operation::Create => &["create", "get"][..],
+                Operation::Delete => &["delete", "get"][..],
+                _ => strategy_verbs(row.strategy(operation)),
+            };
             let target = match operation {
                 Operation::Status => format!("{}/status", resource.plural),
                 _ => resource.plural.clone(),
@@ -114,11 +121,21 @@ impl<'a> Permissions<'a> {
         )
     }
 
-    /// Objects of type `K` are deleted.
+    /// Objects of type `K` are created
+    /// ([`Context::create`](crate::Context::create),
+    /// [`create_owned`](crate::Context::create_owned)): `create`, and `get`
+    /// for the stored copy a `lax` create of an existing name reads.
+    #[must_use]
+    pub fn creates<K: Resource<DynamicType = ()>>(self) -> Self {
+        self.writes::<K>(&[Operation::Create])
+    }
+
+    /// Objects of type `K` are deleted
+    /// ([`Context::delete`](crate::Context::delete)): `delete`, and `get`
+    /// to tell a stale copy from a gone object when a precondition fails.
     #[must_use]
     pub fn deletes<K: Resource<DynamicType = ()>>(self) -> Self {
-        let resource = ApiResource::erase::<K>(&());
-        self.verbs(&resource.group, &resource.plural, &["delete"])
+        self.writes::<K>(&[Operation::Delete])
     }
 
     /// Events are published ([`Context::event`](crate::Context::event)):

@@ -57,6 +57,27 @@ where
             .await
     }
 
+    /// Creates `object` through the strategy configured for `create`
+    /// (see [`Writer::create`](concord_strategies::Writer::create)).
+    ///
+    /// # Errors
+    ///
+    /// As [`Writer::create`](concord_strategies::Writer::create).
+    pub async fn create(&self, object: &K) -> Result<Written<K>, WriteError> {
+        self.cells[Operation::Create.index()].create(object).await
+    }
+
+    /// Deletes the object `observed` is a copy of through the strategy
+    /// configured for `delete` (see
+    /// [`Writer::delete`](concord_strategies::Writer::delete)).
+    ///
+    /// # Errors
+    ///
+    /// As [`Writer::delete`](concord_strategies::Writer::delete).
+    pub async fn delete(&self, observed: &K) -> Result<Written<K>, WriteError> {
+        self.cells[Operation::Delete.index()].delete(observed).await
+    }
+
     /// The strategy configured for `operation`.
     pub fn strategy(&self, operation: Operation) -> StrategyName {
         self.cells[operation.index()].strategy().name()

@@ -56,6 +56,13 @@ pub enum Error {
         /// The object written.
         object: ObjectKey,
     },
+    /// A create found an object of that name already stored (only an
+    /// error for strategies other than `lax`, for which it counts as done).
+    #[error("{object} already exists")]
+    AlreadyExists {
+        /// The object created.
+        object: ObjectKey,
+    },
     /// The API server refused the write for good (400, 403, 422, ...); it is
     /// never retried.
     #[error("api server rejected the write to {object}")]

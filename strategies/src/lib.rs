@@ -50,6 +50,7 @@ mod guarded;
 mod guarded_patch;
 mod intent;
 mod lax;
+mod lifecycle;
 mod lock_table;
 mod locked;
 mod merge_patch;

@@ -30,7 +30,7 @@ pub struct WriteMetrics {
     rereads_from_cache: AtomicU64,
     rereads_by_get: AtomicU64,
     rebased: AtomicU64,
-    requests: [AtomicU64; 4],
+    requests: [AtomicU64; Verb::ALL.len()],
     conflicts: AtomicU64,
     retries: AtomicU64,
     throttled: AtomicU64,
@@ -60,7 +60,7 @@ pub struct MetricsSnapshot {
     /// the object stored (see [`Strict`](crate::Strict), "Taking turns").
     pub rebased: u64,
     /// Requests by verb (see [`Verb::index`]).
-    pub requests: [u64; 4],
+    pub requests: [u64; Verb::ALL.len()],
     /// Conflicts met.
     pub conflicts: u64,
     /// Retries made.

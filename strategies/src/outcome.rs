@@ -15,11 +15,22 @@ pub enum Verb {
     Update,
     /// `PATCH` with a server-side apply configuration.
     Apply,
+    /// `POST` of a new object.
+    Create,
+    /// `DELETE` of an object.
+    Delete,
 }
 
 impl Verb {
     /// Every verb, in index order.
-    pub const ALL: [Verb; 4] = [Verb::Get, Verb::Patch, Verb::Update, Verb::Apply];
+    pub const ALL: [Verb; 6] = [
+        Verb::Get,
+        Verb::Patch,
+        Verb::Update,
+        Verb::Apply,
+        Verb::Create,
+        Verb::Delete,
+    ];
 
     /// The metrics-label spelling.
     pub const fn as_str(self) -> &'static str {
@@ -28,6 +39,8 @@ impl Verb {
             Verb::Patch => "patch",
             Verb::Update => "update",
             Verb::Apply => "apply",
+            Verb::Create => "create",
+            Verb::Delete => "delete",
         }
     }
 
@@ -44,7 +57,7 @@ pub struct Outcome {
     /// The strategy that carried the write out.
     pub strategy: StrategyName,
     /// Requests sent, by verb (see [`Verb::index`]).
-    pub requests: [u32; 4],
+    pub requests: [u32; Verb::ALL.len()],
     /// `409 Conflict` answers (and failed JSON-patch `test` guards).
     pub conflicts: u32,
     /// Attempts after the first, for any reason.
@@ -55,8 +68,9 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// Nothing needed changing, so no write was sent.
     pub unchanged: bool,
-    /// The object was gone while its finalizers were being removed, which
-    /// counts as done.
+    /// The object was gone while its finalizers were being removed, or
+    /// before a delete of it (its uid was no longer stored), which counts as
+    /// done.
     pub gone: bool,
     /// `apply` could not remove an entry another manager co-owns and fell
     /// back to a guarded JSON patch.
@@ -78,7 +92,7 @@ impl Outcome {
     pub fn new(strategy: StrategyName) -> Self {
         Outcome {
             strategy,
-            requests: [0; 4],
+            requests: [0; Verb::ALL.len()],
             conflicts: 0,
             retries: 0,
             throttled: 0,
@@ -109,7 +123,9 @@ impl Outcome {
 #[non_exhaustive]
 pub struct Written<K> {
     /// The stored object; `None` only when the object was gone during
-    /// finalizer removal ([`Outcome::gone`]). When nothing changed, the
+    /// finalizer removal ([`Outcome::gone`]), or after a delete that removed
+    /// it (a delete that leaves it terminating, for its finalizers, hands
+    /// it back with its `deletionTimestamp`). When nothing changed, the
     /// freshest copy the strategy saw.
     pub object: Option<K>,
     /// What the write cost.

@@ -23,6 +23,13 @@ pub(crate) enum Body {
     Put(Value),
     /// A server-side apply configuration under its own field manager.
     Apply { config: Value, manager: String },
+    /// A new object, for a `POST`.
+    Create(Value),
+    /// A `DELETE` with these preconditions.
+    Delete {
+        uid: Option<String>,
+        resource_version: Option<String>,
+    },
 }
 
 /// The request shapes of the strategies that compute a body from the
@@ -184,7 +191,11 @@ impl Body {
                         && has_list(&op["value"])
                 })
             }),
-            Body::Strategic(_) | Body::Put(_) | Body::Apply { .. } => false,
+            Body::Strategic(_)
+            | Body::Put(_)
+            | Body::Apply { .. }
+            | Body::Create(_)
+            | Body::Delete { .. } => false,
         }
     }
 

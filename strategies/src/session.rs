@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use concord_featuregates::{Operation, StrategyName};
-use kube::api::{GetParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::{DynamicObject, Resource};
 use serde_json::Value;
 
@@ -330,6 +330,27 @@ impl<'a> Session<'a> {
                     r
                 });
                 (Verb::Apply, request)
+            }
+            Body::Create(object) => {
+                let params = PostParams {
+                    dry_run: false,
+                    field_manager: Some(manager.clone()),
+                };
+                let bytes = serde_json::to_vec(object).map_err(|e| self.convert(e))?;
+                (Verb::Create, request.create(&params, bytes))
+            }
+            Body::Delete {
+                uid,
+                resource_version,
+            } => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: uid.clone(),
+                        resource_version: resource_version.clone(),
+                    }),
+                    ..DeleteParams::default()
+                };
+                (Verb::Delete, request.delete(&self.name, &params))
             }
             Body::Put(object) => {
                 let params = PostParams {

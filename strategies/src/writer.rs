@@ -121,17 +121,63 @@ where
         } else {
             Observed::typed(json)
         };
-        let key = || ObjectKey::new(self.target.resource.plural.clone(), None, "?");
         let written = self
             .strategy
             .write_json(&self.target, observed, mutation)
             .await?;
+        self.typed(written)
+    }
+
+    /// Creates `object` through this writer's strategy (the table's
+    /// `create` cell): one `POST`. Under `lax` an object of that name that
+    /// already exists counts as done and comes back as stored; under
+    /// `strict`, `update` and `guarded` it is [`Error::AlreadyExists`].
+    /// `object` is sent as its type serializes it, so a field the type
+    /// lacks is not set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`], [`Error::MissingField`] without a name,
+    /// [`Error::NotFound`] naming the namespace when it does not exist,
+    /// [`Error::Rejected`], [`Error::UnsupportedMutation`] for `locked` and
+    /// `apply`, and the transient and transport errors of every write.
+    pub async fn create(&self, object: &K) -> Result<Written<K>, Error> {
+        let json = to_json(&self.target, object)?;
+        let written = crate::lifecycle::create(&self.target, self.strategy.name(), json).await?;
+        self.typed(written)
+    }
+
+    /// Deletes the object `observed` is a copy of through this writer's
+    /// strategy (the table's `delete` cell): one `DELETE` with the copy's
+    /// uid as a precondition, and its `resourceVersion` too unless the
+    /// strategy is `lax`. An object already gone, or gone and created
+    /// again under its name, counts as done ([`Outcome::gone`](crate::Outcome)),
+    /// and is left alone. The written object is `None` once deleted, or
+    /// the object with its `deletionTimestamp` while finalizers hold it.
+    /// Only the copy's name, namespace, uid and `resourceVersion` are read,
+    /// so a metadata-only copy or a view serves.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Conflict`] when the copy is older than the stored object
+    /// (never retried: the reconciler decides again on the newer copy),
+    /// [`Error::MissingField`] when a strategy other than `lax` is given a
+    /// copy without uid or `resourceVersion`, [`Error::Rejected`],
+    /// [`Error::UnsupportedMutation`] for `locked` and `apply`, and the
+    /// transient and transport errors of every write.
+    pub async fn delete(&self, observed: &K) -> Result<Written<K>, Error> {
+        let json = to_json(&self.target, observed)?;
+        let written = crate::lifecycle::delete(&self.target, self.strategy.name(), json).await?;
+        self.typed(written)
+    }
+
+    fn typed(&self, written: Written<Value>) -> Result<Written<K>, Error> {
         let object = written
             .object
             .map(serde_json::from_value)
             .transpose()
             .map_err(|source| Error::Convert {
-                object: key(),
+                object: ObjectKey::new(self.target.resource.plural.clone(), None, "?"),
                 source,
             })?;
         Ok(Written::new(object, written.outcome))

@@ -304,8 +304,10 @@ fn counts(text: &str) -> Counts {
         match name {
             "concord_write_requests_total" => {
                 for verb in concord::strategies::Verb::ALL {
-                    if series.contains(&format!("verb=\"{}\"", verb.as_str())) {
-                        counts.requests[verb.index()] += n;
+                    if series.contains(&format!("verb=\"{}\"", verb.as_str()))
+                        && let Some(count) = counts.requests.get_mut(verb.index())
+                    {
+                        *count += n;
                     }
                 }
             }

@@ -162,7 +162,8 @@ pub(crate) async fn run(
         requeues: r.requeues,
         raced: workload.raced() as u64,
         counts: Counts {
-            requests: r.requests_by_verb,
+            // The peer reports get, patch, update and apply, in that order.
+            requests: std::array::from_fn(|i| r.requests_by_verb.get(i).copied().unwrap_or(0)),
             conflicts: r.conflicts,
             retries: r.retries.saturating_sub(r.requeues),
             fallbacks: 0,

@@ -8,7 +8,7 @@ use concord::strategies::{MetricsSnapshot, Verb};
 /// [`WriteMetrics`](concord::strategies::WriteMetrics) counts concord's.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    requests: [AtomicU64; 4],
+    requests: [AtomicU64; Verb::ALL.len()],
     conflicts: AtomicU64,
     retries: AtomicU64,
 }
@@ -17,7 +17,7 @@ pub(crate) struct Tally {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     /// Requests by verb (see [`Verb::index`]).
-    pub(crate) requests: [u64; 4],
+    pub(crate) requests: [u64; Verb::ALL.len()],
     pub(crate) conflicts: u64,
     pub(crate) retries: u64,
     /// `apply` removals sent as its guarded JSON-patch fallback.

@@ -9,7 +9,8 @@ use crate::{FeatureGates, Operation, Origin, Problem, STRICT_WRITES_BY_DEFAULT, 
 /// global default, then the built-in default. A gated rule whose branch for
 /// the gate's value is missing passes the decision down the same chain.
 /// `apply-owned` is decided by `apply-owned` rules alone (no `default`
-/// covers it: only `apply` serves it), else the built-in `apply`.
+/// covers it: only `apply` serves it), else the built-in `apply`; `create`
+/// and `delete` likewise by their own rules, else the built-in `strict`.
 pub(crate) fn resolve(
     rules: &Rules,
     gates: &FeatureGates,
@@ -68,9 +69,20 @@ fn row(
     problems: &mut Vec<Problem>,
 ) -> TableRow {
     let owned = owned_builtin();
-    let cells = Operation::ALL.map(|operation| match operation {
-        Operation::ApplyOwned => cell(levels, operation, false, &owned, gates),
-        _ => cell(levels, operation, true, builtin, gates),
+    let lifecycle = lifecycle_builtin();
+    let cells = Operation::ALL.map(|operation| {
+        let builtin = match operation {
+            Operation::ApplyOwned => &owned,
+            Operation::Create | Operation::Delete => &lifecycle,
+            _ => builtin,
+        };
+        cell(
+            levels,
+            operation,
+            operation.follows_default(),
+            builtin,
+            gates,
+        )
     });
     for (operation, (choice, reason)) in Operation::ALL.into_iter().zip(&cells) {
         if !choice.strategy.serves(operation) {
@@ -91,6 +103,20 @@ fn row(
         strategies,
         reasons: cells.map(|(_, reason)| reason),
     }
+}
+
+/// `strict` for `create` and `delete`, whatever `StrictWritesByDefault`
+/// says: a create that fails on an existing object, a delete of the copy
+/// the reconciler saw and no other.
+fn lifecycle_builtin() -> (StrategyChoice, Reason) {
+    (
+        StrategyChoice::of(StrategyName::Strict),
+        Reason {
+            rule: "built-in default".to_owned(),
+            origin: Origin::Default,
+            gate: None,
+        },
+    )
 }
 
 /// `apply`: the only strategy that can create or update a whole child.

@@ -178,6 +178,15 @@ impl Parser<'_> {
                 });
                 continue;
             };
+            let lifecycle = matches!(operation, Operation::Create | Operation::Delete);
+            if lifecycle && names_conflict_policy(value) {
+                let origin = self.origin(value, &sub);
+                self.problems.push(Problem::InvalidRule {
+                    message: "`onConflict` and `retry` do not apply to `create` or `delete`: a delete whose copy is stale hands the object back to the reconciler, and a create has nothing to retry onto",
+                    origin,
+                });
+                continue;
+            }
             let rule = self.rule(value, &sub);
             if let Some(rule) = &rule {
                 self.check_serves(rule, operation);
@@ -428,4 +437,14 @@ impl Parser<'_> {
         }
         ok.then_some(policy)
     }
+}
+
+/// Whether a rule, or either branch of a gated rule, sets `onConflict` or
+/// `retry`.
+fn names_conflict_policy(value: &Value) -> bool {
+    let Value::Dict(_, dict) = value else {
+        return false;
+    };
+    dict.iter()
+        .any(|(key, value)| key == "onConflict" || key == "retry" || names_conflict_policy(value))
 }

@@ -95,12 +95,19 @@ impl CacheTrim {
     /// This trim for a resource written with `row`: what its strategies
     /// read is kept.
     pub(crate) fn for_row(self, row: &ResourceStrategies) -> CacheTrim {
-        // `apply-owned` sends the desired child whole and reads nothing
-        // of the stored one: only `apply` of an intent reads managedFields.
+        // `apply-owned` sends the desired child whole, `create` a new
+        // object and `delete` no body: none reads the stored fields, so
+        // only `apply` of an intent reads managedFields and only `update`
+        // of a change sends last-applied back.
         let any = |name: StrategyName| {
             Operation::ALL
                 .iter()
-                .filter(|op| **op != Operation::ApplyOwned)
+                .filter(|op| {
+                    !matches!(
+                        op,
+                        Operation::ApplyOwned | Operation::Create | Operation::Delete
+                    )
+                })
                 .any(|op| row.strategy(*op) == name)
         };
         CacheTrim {

@@ -57,7 +57,9 @@ impl Collector for WriteCollector {
         )?;
         for (r, s, m) in &snapshots {
             for (result, n) in [
-                ("success", m.writes),
+                // Every write that returned without error (`unchanged` and
+                // `gone` ones included, which are also counted apart).
+                ("success", m.writes.saturating_sub(m.errors)),
                 ("error", m.errors),
                 ("unchanged", m.unchanged),
                 ("gone", m.gone),
