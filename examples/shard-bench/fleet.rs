@@ -30,9 +30,9 @@ pub struct Span {
 pub type Log = Arc<Mutex<HashMap<String, Vec<Span>>>>;
 
 pub struct Recorder {
-    replica: usize,
-    log: Log,
-    hold: Duration,
+    pub replica: usize,
+    pub log: Log,
+    pub hold: Duration,
 }
 
 /// Records its span when dropped: at the end of the reconcile, or when the

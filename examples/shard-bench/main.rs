@@ -14,8 +14,14 @@
 //!   one unsharded replica, and prints each one's VmRSS and VmHWM beside the
 //!   target (each sharded replica ≤ 0.5 × the unsharded one).
 //!
+//! - `standby`: a `--leader-elect` leader and one standby on `--objects`
+//!   ConfigMaps; the leader crashes, and the time until the standby's first
+//!   reconcile and until it has reconciled every object is measured with
+//!   its caches warm (the default) and cold (`--cold-standby`).
+//!
 //! ```text
 //! cargo run --release -p concord-examples --example shard-bench -- handover
+//! cargo run --release -p concord-examples --example shard-bench -- standby --objects 10000
 //! cargo run --release -p concord-examples --example shard-bench -- memory --pods 10000
 //! ```
 //!
@@ -27,6 +33,7 @@ mod fleet;
 mod handover;
 mod memory;
 mod replica;
+mod standby;
 mod stats;
 
 use anyhow::Result;
@@ -45,6 +52,8 @@ enum Command {
     Handover(handover::Args),
     /// Per-replica RSS of `label` mode against one unsharded replica.
     Memory(memory::Args),
+    /// A leader's crash with a warm standby and with a cold one.
+    Standby(standby::Args),
     /// One replica process of the `memory` benchmark (started by it).
     #[command(hide = true)]
     Replica(Box<replica::Args>),
@@ -62,6 +71,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Handover(args) => runtime.block_on(handover::run(args)),
         Command::Memory(args) => runtime.block_on(memory::run(args)),
+        Command::Standby(args) => runtime.block_on(standby::run(args)),
         Command::Replica(args) => runtime.block_on(replica::run(*args)),
     }
 }

@@ -45,6 +45,12 @@ pub struct ManagerArgs {
     /// Run controllers only while holding the leader-election Lease.
     #[arg(long = "leader-elect")]
     pub leader_elect: bool,
+    /// With `--leader-elect`: while waiting for the Lease, watch nothing
+    /// and fill the caches on taking over (less memory and API load on a
+    /// standby, a slower handover: the first list comes after the Lease).
+    /// By default a standby keeps its caches filled, and takes over warm.
+    #[arg(long = "cold-standby")]
+    pub cold_standby: bool,
     /// Name of the leader-election Lease; defaults to the operator's name
     /// (the name given to `Manager::builder`), so two operators never share one.
     #[arg(
@@ -155,6 +161,13 @@ impl ManagerArgs {
         self.leader_elect = true;
         self.leader_election_id = id.into();
         self.leader_election_namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets `--cold-standby`.
+    #[must_use]
+    pub fn with_cold_standby(mut self, cold: bool) -> Self {
+        self.cold_standby = cold;
         self
     }
 

@@ -16,12 +16,26 @@ struct Check {
     passed: Arc<AtomicBool>,
     /// What the check reports until it passes.
     waiting: &'static str,
+    /// While set, the check passes whatever `passed` says: a cold standby's
+    /// caches, which fill only once it leads.
+    waived: Option<Arc<AtomicBool>>,
 }
 
 impl Readiness {
     /// Adds a check named `name` (made unique with `#2`, `#3`… when taken),
     /// failing with `waiting` until `passed` is set.
     pub(crate) fn add(&self, name: &str, waiting: &'static str, passed: Arc<AtomicBool>) {
+        self.add_waived(name, waiting, passed, None);
+    }
+
+    /// As [`add`](Self::add), passing while `waived` is set.
+    pub(crate) fn add_waived(
+        &self,
+        name: &str,
+        waiting: &'static str,
+        passed: Arc<AtomicBool>,
+        waived: Option<Arc<AtomicBool>>,
+    ) {
         let mut checks = self.checks.lock().unwrap_or_else(PoisonError::into_inner);
         let mut unique = name.to_owned();
         let mut n = 1;
@@ -33,6 +47,7 @@ impl Readiness {
             name: unique,
             passed,
             waiting,
+            waived,
         });
     }
 
@@ -43,7 +58,9 @@ impl Readiness {
             .iter()
             .map(|c| Line {
                 name: c.name.clone(),
-                failure: (!c.passed.load(Ordering::Acquire)).then(|| c.waiting.to_owned()),
+                failure: (!c.passed.load(Ordering::Acquire)
+                    && !c.waived.as_ref().is_some_and(|w| w.load(Ordering::Acquire)))
+                .then(|| c.waiting.to_owned()),
             })
             .collect()
     }

@@ -399,6 +399,7 @@ impl ManagerBuilder {
             metrics_secure,
             health_listener,
             watches: Vec::new(),
+            standing_by: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             controllers: Vec::new(),
             shutdown: Arc::new(shutdown),
             health: crate::health::Health {

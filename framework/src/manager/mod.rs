@@ -92,8 +92,12 @@ pub struct Manager {
     metrics_secure: Option<(Arc<crate::secure::MetricsTls>, Arc<crate::secure::Reviewer>)>,
     health_listener: Option<TcpListener>,
     /// The shared caches' watches, started before the controllers (before
-    /// the leader election, so a standby replica's caches are warm).
+    /// the leader election, so a standby replica's caches are warm, unless
+    /// `--cold-standby`).
     watches: Vec<Task>,
+    /// Set while a `--cold-standby` replica waits for the Lease: its cache
+    /// checks pass, as it watches nothing yet.
+    standing_by: Arc<std::sync::atomic::AtomicBool>,
     controllers: Vec<Task>,
     shutdown: Arc<watch::Sender<bool>>,
     health: Health,
@@ -286,9 +290,13 @@ impl Manager {
         };
         let (cache, watch) = self.writes.caches().shared(&api, more, selection, trim);
         if let Some(watch) = watch {
-            self.health
-                .readiness
-                .add(&cache.check_name(), "not synced", cache.synced());
+            let cold = self.args.leader_elect && self.args.cold_standby;
+            self.health.readiness.add_waived(
+                &cache.check_name(),
+                "not synced",
+                cache.synced(),
+                cold.then(|| self.standing_by.clone()),
+            );
             self.watches.push(watch);
         }
         context = context.with_store(cache.store());

@@ -108,7 +108,8 @@ impl Manager {
         // standby is ready (and warm) when it takes over. A sharded
         // replica's selection is known once it has joined its ring.
         let mut watches = Running(Vec::new());
-        if self.sharding.is_none() {
+        let cold = self.args.leader_elect && self.args.cold_standby;
+        if self.sharding.is_none() && !cold {
             watches = start(std::mem::take(&mut self.watches), &stop);
         }
         let mut shutdown = self.shutdown.subscribe();
@@ -135,6 +136,15 @@ impl Manager {
             None
         };
         self.metrics.set_leader(true);
+        if cold {
+            // Ready already while standing by; from now on each cache is
+            // ready once its first list is in.
+            self.standing_by
+                .store(false, std::sync::atomic::Ordering::Release);
+            if self.sharding.is_none() {
+                watches = start(std::mem::take(&mut self.watches), &stop);
+            }
+        }
         let mut sharding = self.sharding.take();
         if let Some(sharding) = sharding.as_mut() {
             sharding.join().await?;
