@@ -135,7 +135,7 @@ pub fn try_strategy_for(
         (StrategyName::Lax, Some(_)) => Arc::new(Lax),
         (StrategyName::Apply | StrategyName::Locked | StrategyName::Lax, None) => {
             return Err(refuse(
-                "only `strict` and `update` can hand a conflict back to requeue",
+                "only `strict`, `update` and `guarded` can hand a conflict back to requeue",
             ));
         }
         _ => return Err(refuse("this version of concord does not know the strategy")),
