@@ -75,6 +75,46 @@ fn pinned_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability_support/series.txt")
 }
 
+fn reference_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability_support/reference.md")
+}
+
+/// The metrics reference the book includes, from a scrape's `# TYPE` and
+/// `# HELP` lines and its `series`: one row per series, with its family's
+/// type and help text.
+fn reference(exposition: &str, series: &BTreeSet<String>) -> String {
+    let mut families: Vec<(String, String, String)> = Vec::new();
+    for line in exposition.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            families.push((name.to_owned(), kind.to_owned(), String::new()));
+        }
+    }
+    for line in exposition.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            if let Some(family) = families.iter_mut().find(|f| f.0 == name) {
+                family.2 = help.replace('|', "\\|");
+            }
+        }
+    }
+    let mut text = String::from(
+        "| series (name and label names) | type | what it counts |\n| --- | --- | --- |\n",
+    );
+    for line in series {
+        let name = line.split('{').next().unwrap_or_default();
+        // The family a sample belongs to: the longest family name it
+        // starts with (`_total`, `_bucket`, `_sum`, `_count` follow).
+        let family = families
+            .iter()
+            .filter(|f| name.starts_with(f.0.as_str()))
+            .max_by_key(|f| f.0.len());
+        let (kind, help) = family.map_or(("", ""), |f| (f.1.as_str(), f.2.as_str()));
+        text.push_str(&format!("| `{line}` | {kind} | {help} |\n"));
+    }
+    text
+}
+
 /// The (metric name, label names) of every sample in a text exposition,
 /// as `name{a,b}` (label names sorted; `name{}` without labels).
 fn series(exposition: &str) -> Result<BTreeSet<String>> {
@@ -221,6 +261,7 @@ async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
             text.push('\n');
         }
         std::fs::write(&path, text)?;
+        std::fs::write(reference_path(), reference(&body, &found))?;
         return Ok(());
     }
     let pinned: BTreeSet<String> = std::fs::read_to_string(&path)
@@ -236,6 +277,13 @@ async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
         "the exposed series differ from {}:\nmissing: {missing:#?}\nnew: {extra:#?}\n\
          (CONCORD_BLESS_SERIES=1 re-pins if the change is intended)\n{body}",
         path.display()
+    );
+    let written = std::fs::read_to_string(reference_path()).unwrap_or_default();
+    assert_eq!(
+        written,
+        reference(&body, &found),
+        "{} is stale (CONCORD_BLESS_SERIES=1 rewrites it)",
+        reference_path().display()
     );
     Ok(())
 }

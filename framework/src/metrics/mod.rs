@@ -67,7 +67,7 @@ impl Metrics {
         registry.register_collector(Box::new(client.clone()));
         registry.register(
             "concord_leader",
-            "Whether this replica holds the leader-election lease (1 without leader election).",
+            "Whether this replica holds the leader-election lease (1 without leader election)",
             leader.clone(),
         );
         Metrics {
