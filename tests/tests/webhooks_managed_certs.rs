@@ -1,0 +1,386 @@
+//! Webhook certificates the manager makes itself (no cert-manager), on the
+//! real API server: the CA the manager writes into its CRD's conversion
+//! `caBundle` is what the API server trusts when it converts objects; a
+//! serving certificate with a lifetime of seconds is renewed while
+//! admission requests keep coming, and none of them fails; replicas
+//! starting together share one CA Secret.
+//!
+//! ```text
+//! cargo test -p concord-tests --test webhooks_managed_certs
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod webhooks_support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, ensure};
+use concord::webhook::{
+    Conversion, ManagedCertificates, Spoke, WebhookClient, WebhookOptions, Webhooks,
+};
+use concord::{Manager, ManagerArgs};
+use concord_testenv::TestEnv;
+use concord_tests::http_get as get;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::core::crd::merge_crds;
+use kube::{CustomResourceExt, ResourceExt};
+use webhooks_support::gizmo::{self, Gizmo};
+use webhooks_support::{admin, eventually, https, unregister};
+
+/// The old version of the converted resource.
+pub mod v1alpha1 {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Spec of `v1alpha1`.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+    #[kube(
+        group = "certs.test.concord.dev",
+        version = "v1alpha1",
+        kind = "Sprocket",
+        namespaced
+    )]
+    pub struct SprocketSpec {
+        /// Teeth, as a string.
+        pub teeth: String,
+    }
+}
+
+/// The hub.
+pub mod v1 {
+    use kube::CustomResource;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Spec of `v1`.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+    #[kube(
+        group = "certs.test.concord.dev",
+        version = "v1",
+        kind = "Sprocket",
+        namespaced
+    )]
+    pub struct SprocketSpec {
+        /// Teeth, as a number.
+        pub teeth: i64,
+    }
+}
+
+impl Spoke<v1::Sprocket> for v1alpha1::Sprocket {
+    fn into_hub(self) -> v1::Sprocket {
+        let spec = v1::SprocketSpec {
+            teeth: self.spec.teeth.parse().unwrap_or_default(),
+        };
+        v1::Sprocket {
+            metadata: self.metadata,
+            spec,
+        }
+    }
+
+    fn from_hub(hub: v1::Sprocket) -> Self {
+        let spec = v1alpha1::SprocketSpec {
+            teeth: hub.spec.teeth.to_string(),
+        };
+        v1alpha1::Sprocket {
+            metadata: hub.metadata,
+            spec,
+        }
+    }
+}
+
+/// The CA the manager stored in `secret` of `ns`, as PEM.
+async fn stored_ca(ns: &str, secret: &str) -> Result<String> {
+    let secret = Api::<Secret>::namespaced(admin()?, ns).get(secret).await?;
+    let pem = secret
+        .data
+        .and_then(|d| d.get("ca.crt").cloned())
+        .context("the CA Secret has ca.crt")?;
+    Ok(String::from_utf8(pem.0)?)
+}
+
+/// The options every test uses: the certificate also names 127.0.0.1,
+/// where the API server reaches the test's webhook server by URL.
+fn managed(ns: &str) -> ManagedCertificates {
+    ManagedCertificates::new("webhook")
+        .with_namespace(ns)
+        .with_configuration_name(ns)
+        .with_names(["127.0.0.1"])
+}
+
+fn args() -> ManagerArgs {
+    ManagerArgs::new()
+        .with_health_probe_bind_address("127.0.0.1:0")
+        .with_webhook_server(
+            "127.0.0.1:0",
+            "/nonexistent/not-read-with-managed-certificates",
+        )
+}
+
+/// Waits until `/readyz` lists the webhooks check as passing.
+async fn wait_ready(health: std::net::SocketAddr) -> Result<()> {
+    eventually(
+        Duration::from_secs(60),
+        "/readyz to pass its webhooks check",
+        || async {
+            get(health, "/readyz?verbose")
+                .await
+                .is_ok_and(|(status, body)| status == 200 && body.contains("[+]webhooks ok"))
+        },
+    )
+    .await
+}
+
+// ANCHOR: conversion
+#[tokio::test]
+async fn the_api_server_converts_through_a_manager_made_certificate() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let webhooks = Webhooks::new()
+        .with_conversion(Conversion::<v1::Sprocket>::new().with_spoke::<v1alpha1::Sprocket>());
+    let manager = Manager::builder("certs-conversion")
+        .with_client(env.client()?)
+        .with_args(args())
+        .with_signal_handling(false)
+        .with_webhooks(webhooks.clone())
+        .with_managed_webhook_certificates(managed(ns.name()))
+        .build()
+        .await?;
+    let webhook_at = manager.webhook_address().context("webhooks are served")?;
+    let health_at = manager.health_address().context("probes are served")?;
+
+    // The CRD as deployed: a conversion webhook and no caBundle; the
+    // manager writes its CA there.
+    let crd = merge_crds(
+        vec![v1alpha1::Sprocket::crd(), v1::Sprocket::crd()],
+        "v1alpha1",
+    )?;
+    let target = WebhookClient::url(format!("https://{webhook_at}"));
+    env.install_crd(webhooks.with_crd_conversion(crd, &target)?)
+        .await?;
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    wait_ready(health_at).await?;
+
+    let crds: Api<CustomResourceDefinition> = Api::all(admin()?);
+    let crd = crds.get("sprockets.certs.test.concord.dev").await?;
+    let bundle = crd
+        .spec
+        .conversion
+        .and_then(|c| c.webhook)
+        .and_then(|w| w.client_config)
+        .and_then(|c| c.ca_bundle)
+        .context("the manager wrote a caBundle")?;
+    assert_eq!(
+        String::from_utf8(bundle.0)?,
+        stored_ca(ns.name(), "webhook-ca").await?,
+        "the caBundle is the CA in the manager's Secret"
+    );
+
+    let old: Api<v1alpha1::Sprocket> = Api::namespaced(ns.client(), ns.name());
+    let new: Api<v1::Sprocket> = Api::namespaced(ns.client(), ns.name());
+    old.create(
+        &PostParams::default(),
+        &v1alpha1::Sprocket::new("a", v1alpha1::SprocketSpec { teeth: "12".into() }),
+    )
+    .await?;
+    // The CRD's new conversion settings reach the API server's handlers
+    // asynchronously.
+    eventually(
+        Duration::from_secs(30),
+        "a v1 read converted through the webhook",
+        || async { new.get("a").await.is_ok_and(|s| s.spec.teeth == 12) },
+    )
+    .await?;
+    new.create(
+        &PostParams::default(),
+        &v1::Sprocket::new("b", v1::SprocketSpec { teeth: 40 }),
+    )
+    .await?;
+    assert_eq!(old.get("b").await?.spec.teeth, "40");
+
+    stop.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), running).await???;
+    Ok(())
+}
+// ANCHOR_END: conversion
+
+/// Registers the Gizmo validator and defaulter at `address` under the
+/// configuration name `name`, without a caBundle.
+async fn register_without_ca(
+    webhooks: &Webhooks,
+    name: &str,
+    address: std::net::SocketAddr,
+) -> Result<()> {
+    let target = WebhookClient::url(format!("https://{address}")).with_configuration_name(name);
+    let client = admin()?;
+    if let Some(config) = webhooks.validating_configuration(&target) {
+        Api::<ValidatingWebhookConfiguration>::all(client.clone())
+            .create(&PostParams::default(), &config)
+            .await?;
+    }
+    if let Some(config) = webhooks.mutating_configuration(&target) {
+        Api::<MutatingWebhookConfiguration>::all(client)
+            .create(&PostParams::default(), &config)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Admission requests in all, at most.
+const MAX_REQUESTS: usize = 600;
+/// Serving certificates to see in service before the loop ends: the first
+/// and two renewals.
+const CERTIFICATES: usize = 3;
+
+#[tokio::test]
+async fn the_serving_certificate_is_renewed_with_no_failed_admission() -> Result<()> {
+    let env = TestEnv::shared()?;
+    env.install_crd(Gizmo::crd()).await?;
+    let ns = env.namespace().await?;
+    let webhooks = gizmo::webhooks(ns.name(), WebhookOptions::default());
+    // A serving lifetime of seconds: renewed every few.
+    let options =
+        managed(ns.name()).with_lifetimes(Duration::from_secs(300), Duration::from_secs(6));
+    let manager = Manager::builder("certs-rotation")
+        .with_client(env.client()?)
+        .with_args(args())
+        .with_signal_handling(false)
+        .with_webhooks(webhooks.clone())
+        .with_managed_webhook_certificates(options)
+        .build()
+        .await?;
+    let webhook_at = manager.webhook_address().context("webhooks are served")?;
+    let health_at = manager.health_address().context("probes are served")?;
+    register_without_ca(&webhooks, ns.name(), webhook_at).await?;
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    wait_ready(health_at).await?;
+    let ca = stored_ca(ns.name(), "webhook-ca").await?;
+
+    let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
+    // The API server picks the configurations' caBundle up asynchronously.
+    eventually(Duration::from_secs(30), "the validator to be called", || async {
+        matches!(api.create(&PostParams { dry_run: true, ..PostParams::default() }, &gizmo::gizmo("probe", -1)).await,
+            Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
+    })
+    .await?;
+
+    let mut served = BTreeSet::new();
+    let mut failures = Vec::new();
+    let mut requests = 0;
+    while served.len() < CERTIFICATES && requests < MAX_REQUESTS {
+        requests += 1;
+        // Admitted and defaulted…
+        match api
+            .create(
+                &PostParams::default(),
+                &gizmo::gizmo(&format!("g-{requests}"), 10),
+            )
+            .await
+        {
+            Ok(created) if created.spec.color.as_deref() == Some("blue") => {}
+            other => failures.push(format!("create {requests}: {other:?}")),
+        }
+        // …or denied by the validator itself, never by the API server
+        // failing to reach it.
+        match api
+            .create(
+                &PostParams::default(),
+                &gizmo::gizmo(&format!("bad-{requests}"), -1),
+            )
+            .await
+        {
+            Err(kube::Error::Api(s))
+                if s.message.contains("spec.size must be between 0 and 100") => {}
+            other => failures.push(format!("invalid create {requests}: {other:?}")),
+        }
+        // What a new handshake is given now, verified with the stored CA.
+        let (status, _, peer) = https(webhook_at, &ca, "GET", "/healthz", b"").await?;
+        ensure!(status == 200, "the webhook server answers /healthz");
+        served.insert(peer);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failed admissions: {failures:#?}",
+        failures.len()
+    );
+    assert!(
+        served.len() >= CERTIFICATES,
+        "{} serving certificates seen in {requests} rounds",
+        served.len()
+    );
+    stop.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), running).await???;
+    unregister(&admin()?, ns.name()).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn replicas_starting_together_share_one_ca() -> Result<()> {
+    let env = TestEnv::shared()?;
+    env.install_crd(Gizmo::crd()).await?;
+    let ns = env.namespace().await?;
+    let webhooks = gizmo::webhooks(ns.name(), WebhookOptions::default());
+    let replica = || {
+        Manager::builder("certs-replicas")
+            .with_client(env.client().unwrap())
+            .with_args(args())
+            .with_signal_handling(false)
+            .with_webhooks(webhooks.clone())
+            .with_managed_webhook_certificates(managed(ns.name()))
+            .build()
+    };
+    // Both find no Secret and create one; one create wins, the other
+    // replica reads the winner's.
+    let (first, second) = tokio::join!(replica(), replica());
+    let (first, second) = (first?, second?);
+    let ca = stored_ca(ns.name(), "webhook-ca").await?;
+    let addresses = [
+        first.webhook_address().context("served")?,
+        second.webhook_address().context("served")?,
+    ];
+    register_without_ca(&webhooks, ns.name(), addresses[0]).await?;
+    let (stops, runs): (Vec<_>, Vec<_>) = [first, second]
+        .into_iter()
+        .map(|m| (m.shutdown_handle(), tokio::spawn(m.run())))
+        .unzip();
+    let mut peers = BTreeSet::new();
+    for address in addresses {
+        // Verified with the one stored CA: both replicas sign with it.
+        let (status, _, peer) = https(address, &ca, "GET", "/healthz", b"").await?;
+        assert_eq!(status, 200);
+        peers.insert(peer);
+    }
+    assert_eq!(
+        peers.len(),
+        2,
+        "each replica signs its own serving certificate"
+    );
+    // A later replica (a restart) reuses the Secret as it is.
+    let before = Api::<Secret>::namespaced(admin()?, ns.name())
+        .get("webhook-ca")
+        .await?;
+    let third = replica().await?;
+    let after = Api::<Secret>::namespaced(admin()?, ns.name())
+        .get("webhook-ca")
+        .await?;
+    assert_eq!(before.resource_version(), after.resource_version());
+    assert_eq!(stored_ca(ns.name(), "webhook-ca").await?, ca);
+    drop(third);
+    for stop in &stops {
+        stop.shutdown();
+    }
+    for run in runs {
+        tokio::time::timeout(Duration::from_secs(30), run).await???;
+    }
+    unregister(&admin()?, ns.name()).await;
+    Ok(())
+}
