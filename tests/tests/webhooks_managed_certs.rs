@@ -233,27 +233,118 @@ async fn register_without_ca(
     Ok(())
 }
 
-/// Admission requests in all, at most.
-const MAX_REQUESTS: usize = 600;
-/// Serving certificates to see in service before the loop ends: the first
-/// and two renewals.
-const CERTIFICATES: usize = 3;
+/// Admission rounds in all, at most.
+const MAX_ROUNDS: usize = 600;
 
-#[tokio::test]
-async fn the_serving_certificate_is_renewed_with_no_failed_admission() -> Result<()> {
+/// What the admission loop saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Serving certificates new handshakes were given.
+    serving: BTreeSet<Vec<u8>>,
+    /// CAs the Secret held.
+    cas: BTreeSet<String>,
+    /// Whether a handshake was verified with a renewed CA alone.
+    served_by_new_ca: bool,
+    rounds: usize,
+    failures: Vec<String>,
+}
+
+/// The PEM the API server is meant to trust: the Secret's CA and the one
+/// it replaced, if any.
+async fn stored_bundle(ns: &str) -> Result<(String, String)> {
+    let secret = Api::<Secret>::namespaced(admin()?, ns)
+        .get("webhook-ca")
+        .await?;
+    let data = secret.data.unwrap_or_default();
+    let text = |key: &str| {
+        data.get(key)
+            .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+            .unwrap_or_default()
+    };
+    let ca = text("ca.crt");
+    Ok((ca.clone(), format!("{ca}\n{}", text("previous-ca.crt"))))
+}
+
+/// Creates valid and invalid Gizmos in rounds until `done` holds (or
+/// `MAX_ROUNDS`), recording every admission that did not go as the
+/// webhooks decide and the certificates in service.
+async fn admit_until(
+    api: &Api<Gizmo>,
+    ns: &str,
+    webhook_at: std::net::SocketAddr,
+    done: impl Fn(&Seen) -> bool,
+) -> Result<Seen> {
+    let mut seen = Seen::default();
+    let first_ca = stored_bundle(ns).await?.0;
+    while !done(&seen) && seen.rounds < MAX_ROUNDS {
+        seen.rounds += 1;
+        let round = seen.rounds;
+        // Admitted and defaulted…
+        match api
+            .create(
+                &PostParams::default(),
+                &gizmo::gizmo(&format!("g-{round}"), 10),
+            )
+            .await
+        {
+            Ok(created) if created.spec.color.as_deref() == Some("blue") => {}
+            other => seen.failures.push(format!("create {round}: {other:?}")),
+        }
+        // …or denied by the validator itself, never by the API server
+        // failing to reach it.
+        match api
+            .create(
+                &PostParams::default(),
+                &gizmo::gizmo(&format!("bad-{round}"), -1),
+            )
+            .await
+        {
+            Err(kube::Error::Api(s))
+                if s.message.contains("spec.size must be between 0 and 100") => {}
+            other => seen
+                .failures
+                .push(format!("invalid create {round}: {other:?}")),
+        }
+        // What a new handshake is given now, verified with the stored
+        // bundle.
+        let (ca, bundle) = stored_bundle(ns).await?;
+        let (status, _, peer) = https(webhook_at, &bundle, "GET", "/healthz", b"").await?;
+        ensure!(status == 200, "the webhook server answers /healthz");
+        seen.serving.insert(peer);
+        if ca != first_ca && !seen.served_by_new_ca {
+            seen.served_by_new_ca = https(webhook_at, &ca, "GET", "/healthz", b"")
+                .await
+                .is_ok_and(|(status, _, _)| status == 200);
+        }
+        seen.cas.insert(ca);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(seen)
+}
+
+/// A manager serving the Gizmo webhooks with `options`, registered
+/// without a caBundle, running, ready; and the Gizmo API of its namespace.
+async fn serve_gizmos(
+    name: &str,
+    ns: &concord_testenv::TestNamespace,
+    lifetimes: (Duration, Duration),
+) -> Result<(
+    Api<Gizmo>,
+    std::net::SocketAddr,
+    concord::ShutdownHandle,
+    tokio::task::JoinHandle<Result<(), concord::Error>>,
+)> {
     let env = TestEnv::shared()?;
     env.install_crd(Gizmo::crd()).await?;
-    let ns = env.namespace().await?;
     let webhooks = gizmo::webhooks(ns.name(), WebhookOptions::default());
-    // A serving lifetime of seconds: renewed every few.
-    let options =
-        managed(ns.name()).with_lifetimes(Duration::from_secs(300), Duration::from_secs(6));
-    let manager = Manager::builder("certs-rotation")
+    let manager = Manager::builder(name)
         .with_client(env.client()?)
         .with_args(args())
         .with_signal_handling(false)
         .with_webhooks(webhooks.clone())
-        .with_managed_webhook_certificates(options)
+        .with_managed_webhook_certificates(
+            managed(ns.name()).with_lifetimes(lifetimes.0, lifetimes.1),
+        )
         .build()
         .await?;
     let webhook_at = manager.webhook_address().context("webhooks are served")?;
@@ -262,61 +353,67 @@ async fn the_serving_certificate_is_renewed_with_no_failed_admission() -> Result
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     wait_ready(health_at).await?;
-    let ca = stored_ca(ns.name(), "webhook-ca").await?;
-
     let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
     // The API server picks the configurations' caBundle up asynchronously.
-    eventually(Duration::from_secs(30), "the validator to be called", || async {
-        matches!(api.create(&PostParams { dry_run: true, ..PostParams::default() }, &gizmo::gizmo("probe", -1)).await,
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually(
+        Duration::from_secs(30),
+        "the validator to be called",
+        || async {
+            matches!(api.create(&dry, &gizmo::gizmo("probe", -1)).await,
             Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
+        },
+    )
+    .await?;
+    Ok((api, webhook_at, stop, running))
+}
+
+#[tokio::test]
+async fn the_serving_certificate_is_renewed_with_no_failed_admission() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    // A serving lifetime of seconds: renewed every few.
+    let lifetimes = (Duration::from_secs(300), Duration::from_secs(6));
+    let (api, webhook_at, stop, running) = serve_gizmos("certs-rotation", &ns, lifetimes).await?;
+    // The first certificate and two renewals.
+    let seen = admit_until(&api, ns.name(), webhook_at, |s| s.serving.len() >= 3).await?;
+    assert!(
+        seen.failures.is_empty(),
+        "{} failed admissions: {:#?}",
+        seen.failures.len(),
+        seen.failures
+    );
+    assert!(seen.serving.len() >= 3, "{seen:?}");
+    assert_eq!(seen.cas.len(), 1, "the CA outlives the loop");
+    stop.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), running).await???;
+    unregister(&admin()?, ns.name()).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_ca_is_renewed_with_overlap_and_no_failed_admission() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    // The shortest CA lifetime allowed: three serving lifetimes.
+    let lifetimes = (Duration::from_secs(18), Duration::from_secs(6));
+    let (api, webhook_at, stop, running) =
+        serve_gizmos("certs-ca-rotation", &ns, lifetimes).await?;
+    // A new CA, and a serving certificate it signed in service.
+    let seen = admit_until(&api, ns.name(), webhook_at, |s| {
+        s.cas.len() >= 2 && s.served_by_new_ca
     })
     .await?;
-
-    let mut served = BTreeSet::new();
-    let mut failures = Vec::new();
-    let mut requests = 0;
-    while served.len() < CERTIFICATES && requests < MAX_REQUESTS {
-        requests += 1;
-        // Admitted and defaulted…
-        match api
-            .create(
-                &PostParams::default(),
-                &gizmo::gizmo(&format!("g-{requests}"), 10),
-            )
-            .await
-        {
-            Ok(created) if created.spec.color.as_deref() == Some("blue") => {}
-            other => failures.push(format!("create {requests}: {other:?}")),
-        }
-        // …or denied by the validator itself, never by the API server
-        // failing to reach it.
-        match api
-            .create(
-                &PostParams::default(),
-                &gizmo::gizmo(&format!("bad-{requests}"), -1),
-            )
-            .await
-        {
-            Err(kube::Error::Api(s))
-                if s.message.contains("spec.size must be between 0 and 100") => {}
-            other => failures.push(format!("invalid create {requests}: {other:?}")),
-        }
-        // What a new handshake is given now, verified with the stored CA.
-        let (status, _, peer) = https(webhook_at, &ca, "GET", "/healthz", b"").await?;
-        ensure!(status == 200, "the webhook server answers /healthz");
-        served.insert(peer);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     assert!(
-        failures.is_empty(),
-        "{} failed admissions: {failures:#?}",
-        failures.len()
+        seen.failures.is_empty(),
+        "{} failed admissions: {:#?}",
+        seen.failures.len(),
+        seen.failures
     );
-    assert!(
-        served.len() >= CERTIFICATES,
-        "{} serving certificates seen in {requests} rounds",
-        served.len()
-    );
+    assert!(seen.cas.len() >= 2 && seen.served_by_new_ca, "{seen:?}");
     stop.shutdown();
     tokio::time::timeout(Duration::from_secs(30), running).await???;
     unregister(&admin()?, ns.name()).await;
