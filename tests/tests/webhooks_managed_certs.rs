@@ -105,6 +105,7 @@ async fn stored_ca(ns: &str, secret: &str) -> Result<String> {
     Ok(String::from_utf8(pem.0)?)
 }
 
+// ANCHOR: options
 /// The options every test uses: the certificate also names 127.0.0.1,
 /// where the API server reaches the test's webhook server by URL.
 fn managed(ns: &str) -> ManagedCertificates {
@@ -113,6 +114,7 @@ fn managed(ns: &str) -> ManagedCertificates {
         .with_configuration_name(ns)
         .with_names(["127.0.0.1"])
 }
+// ANCHOR_END: options
 
 fn args() -> ManagerArgs {
     ManagerArgs::new()
@@ -137,13 +139,13 @@ async fn wait_ready(health: std::net::SocketAddr) -> Result<()> {
     .await
 }
 
-// ANCHOR: conversion
 #[tokio::test]
 async fn the_api_server_converts_through_a_manager_made_certificate() -> Result<()> {
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let webhooks = Webhooks::new()
         .with_conversion(Conversion::<v1::Sprocket>::new().with_spoke::<v1alpha1::Sprocket>());
+    // ANCHOR: builder
     let manager = Manager::builder("certs-conversion")
         .with_client(env.client()?)
         .with_args(args())
@@ -152,6 +154,7 @@ async fn the_api_server_converts_through_a_manager_made_certificate() -> Result<
         .with_managed_webhook_certificates(managed(ns.name()))
         .build()
         .await?;
+    // ANCHOR_END: builder
     let webhook_at = manager.webhook_address().context("webhooks are served")?;
     let health_at = manager.health_address().context("probes are served")?;
 
@@ -209,7 +212,6 @@ async fn the_api_server_converts_through_a_manager_made_certificate() -> Result<
     tokio::time::timeout(Duration::from_secs(30), running).await???;
     Ok(())
 }
-// ANCHOR_END: conversion
 
 /// Registers the Gizmo validator and defaulter at `address` under the
 /// configuration name `name`, without a caBundle.

@@ -202,3 +202,46 @@ fn set_validity(params: &mut CertificateParams, from: u64, to: u64) {
     params.not_before = epoch + Duration::from_secs(from);
     params.not_after = epoch + Duration::from_secs(to);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(86_400);
+
+    #[test]
+    fn a_renewed_ca_keeps_the_old_one_in_the_bundle_until_it_expires() {
+        let old = StoredCa::generate("demo", 1_000, DAY, None).unwrap();
+        assert_eq!(old.bundle(1_000), old.cert_pem.as_bytes());
+        assert_eq!(old.renew_at(), 1_000 + 86_400 * 2 / 3);
+        let renewed_at = old.renew_at();
+        let new = StoredCa::generate("demo", renewed_at, DAY, Some(&old)).unwrap();
+        let bundle = String::from_utf8(new.bundle(renewed_at)).unwrap();
+        assert!(bundle.starts_with(&new.cert_pem) && bundle.contains(&old.cert_pem));
+        let after = String::from_utf8(new.bundle(old.not_after)).unwrap();
+        assert_eq!(
+            after, new.cert_pem,
+            "the old CA leaves the bundle when it expires"
+        );
+        // Once expired it is not carried into a further renewal either.
+        let next = StoredCa::generate("demo", old.not_after + 1, DAY, Some(&new)).unwrap();
+        assert_eq!(next.previous.map(|p| p.0), Some(new.cert_pem.clone()));
+    }
+
+    #[test]
+    fn the_secret_data_reads_back_and_a_missing_key_is_named() {
+        let old = StoredCa::generate("demo", 1_000, DAY, None).unwrap();
+        let ca = StoredCa::generate("demo", 2_000, DAY, Some(&old)).unwrap();
+        assert_eq!(StoredCa::from_data(&ca.to_data()), Ok(ca.clone()));
+        let mut data = ca.to_data();
+        data.remove(CA_KEY);
+        assert_eq!(
+            StoredCa::from_data(&data),
+            Err("data has no `ca.key`".to_owned())
+        );
+        let mut data = ca.to_data();
+        data.insert(CA_KEY.to_owned(), ByteString(b"not a key".to_vec()));
+        let error = StoredCa::from_data(&data).unwrap_err();
+        assert!(error.starts_with("`ca.key`: "), "{error}");
+    }
+}

@@ -133,9 +133,7 @@ impl ManagedCertificates {
             ));
         }
         for name in &self.names {
-            if name.parse::<IpAddr>().is_err()
-                && rcgen::CertificateParams::new(vec![name.clone()]).is_err()
-            {
+            if name.parse::<IpAddr>().is_err() && !is_dns_name(name) {
                 problems.push(format!("`{name}` is neither an IP address nor a DNS name"));
             }
         }
@@ -167,5 +165,74 @@ impl ManagedCertificates {
     /// at most a minute.
     pub(crate) fn check_every(&self) -> Duration {
         (self.serving_lifetime / 10).clamp(Duration::from_millis(100), Duration::from_secs(60))
+    }
+}
+
+/// A DNS name a certificate may carry: dot-separated labels of letters,
+/// digits and inner hyphens, the first label possibly `*`.
+fn is_dns_name(name: &str) -> bool {
+    let name = name.strip_prefix("*.").unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_report_every_problem_at_once() {
+        let bad = ManagedCertificates::new("")
+            .with_names([
+                "127.0.0.1",
+                "widgets.demo.svc",
+                "*.demo.svc",
+                "not a name!",
+                "-x.svc",
+            ])
+            .with_lifetimes(Duration::from_secs(10), Duration::from_secs(2));
+        let Err(WebhookError::ManagedCertificateSettings(problems)) = bad.check() else {
+            panic!("settings with problems were accepted");
+        };
+        assert_eq!(
+            problems,
+            [
+                "the Service name is empty",
+                "the serving lifetime (2 s) is under 3 s",
+                "`not a name!` is neither an IP address nor a DNS name",
+                "`-x.svc` is neither an IP address nor a DNS name",
+            ]
+        );
+        let short_ca = ManagedCertificates::new("w")
+            .with_lifetimes(Duration::from_secs(17), Duration::from_secs(6));
+        let Err(WebhookError::ManagedCertificateSettings(problems)) = short_ca.check() else {
+            panic!("a CA shorter than three serving lifetimes was accepted");
+        };
+        assert_eq!(
+            problems,
+            ["the CA lifetime (17 s) is under three serving lifetimes (18 s)"]
+        );
+        assert!(ManagedCertificates::new("w").check().is_ok());
+    }
+
+    #[test]
+    fn defaults_name_the_service_in_its_namespace() {
+        let certs = ManagedCertificates::new("widgets-webhook").with_names(["127.0.0.1"]);
+        assert_eq!(
+            certs.serving_names("widgets-system"),
+            [
+                "widgets-webhook.widgets-system.svc",
+                "widgets-webhook.widgets-system.svc.cluster.local",
+                "127.0.0.1"
+            ]
+        );
+        assert_eq!(certs.secret_name(), "widgets-webhook-ca");
     }
 }
