@@ -483,3 +483,81 @@ async fn replicas_starting_together_share_one_ca() -> Result<()> {
     unregister(&admin()?, ns.name()).await;
     Ok(())
 }
+
+#[tokio::test]
+async fn the_generated_rules_are_all_a_manager_needs_for_its_certificates() -> Result<()> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
+    let env = TestEnv::shared()?;
+    env.install_crd(Gizmo::crd()).await?;
+    let ns = env.namespace().await?;
+    let config = args().load_config(concord::FeatureRegistry::new())?;
+    let (namespaced, cluster) = concord::Permissions::new(config.strategies())
+        .managed_webhook_certificates()
+        .cluster_scoped();
+    // The Secret rules through a Role of the namespace, the rest through a
+    // ClusterRole bound to the same ServiceAccount.
+    let client = env.restricted_client(ns.name(), namespaced).await?;
+    let accounts = Api::<ServiceAccount>::namespaced(admin()?, ns.name())
+        .list(&Default::default())
+        .await?;
+    let account = accounts
+        .items
+        .iter()
+        .map(|a| a.name_any())
+        .find(|n| n.starts_with("restricted-"))
+        .context("the restricted ServiceAccount")?;
+    let role = ClusterRole {
+        metadata: kube::api::ObjectMeta {
+            name: Some(ns.name().to_owned()),
+            ..Default::default()
+        },
+        rules: Some(cluster),
+        ..Default::default()
+    };
+    Api::<ClusterRole>::all(admin()?)
+        .create(&PostParams::default(), &role)
+        .await?;
+    let binding = ClusterRoleBinding {
+        metadata: role.metadata.clone(),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name: ns.name().to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: account,
+            namespace: Some(ns.name().to_owned()),
+            ..Default::default()
+        }]),
+    };
+    Api::<ClusterRoleBinding>::all(admin()?)
+        .create(&PostParams::default(), &binding)
+        .await?;
+
+    let webhooks = gizmo::webhooks(ns.name(), WebhookOptions::default());
+    let manager = Manager::builder("certs-least-privilege")
+        .with_client(client)
+        .with_args(args())
+        .with_signal_handling(false)
+        .with_webhooks(webhooks.clone())
+        .with_managed_webhook_certificates(managed(ns.name()))
+        .build()
+        .await?;
+    let webhook_at = manager.webhook_address().context("webhooks are served")?;
+    let health_at = manager.health_address().context("probes are served")?;
+    register_without_ca(&webhooks, ns.name(), webhook_at).await?;
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    wait_ready(health_at).await?;
+    let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
+    let created = api
+        .create(&PostParams::default(), &gizmo::gizmo("defaulted", 1))
+        .await?;
+    assert_eq!(created.spec.color.as_deref(), Some("blue"));
+    stop.shutdown();
+    tokio::time::timeout(Duration::from_secs(30), running).await???;
+    unregister(&admin()?, ns.name()).await;
+    Ok(())
+}
