@@ -351,9 +351,24 @@ async fn serve_gizmos(
         .await?;
     let webhook_at = manager.webhook_address().context("webhooks are served")?;
     let health_at = manager.health_address().context("probes are served")?;
-    register_without_ca(&webhooks, ns.name(), webhook_at).await?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
+    // Serving, but nothing trusts its CA yet: not ready.
+    eventually(
+        Duration::from_secs(30),
+        "/readyz to name the untrusted certificate",
+        || async {
+            get(health_at, "/readyz?verbose")
+                .await
+                .is_ok_and(|(status, body)| {
+                    status == 503
+                        && body
+                            .contains("[-]webhooks not serving a certificate the API server trusts")
+                })
+        },
+    )
+    .await?;
+    register_without_ca(&webhooks, ns.name(), webhook_at).await?;
     wait_ready(health_at).await?;
     let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
     // The API server picks the configurations' caBundle up asynchronously.
