@@ -26,6 +26,7 @@
 //! cargo run --release --example crd-operator -- --print-crd
 //! cargo run --release --example crd-operator -- --print-webhooks
 //! cargo run --release --example crd-operator -- --print-rbac
+//! cargo run --release --example crd-operator -- --print-rbac --webhook-cert-managed crd-operator-webhook
 //! cargo run --release --example crd-operator -- --serve --namespace widgets   # as in a Deployment
 //! ```
 
@@ -85,6 +86,16 @@ async fn main() -> anyhow::Result<()> {
             "{}",
             concord_examples::role_yaml(&permissions, "crd-operator", &namespace)?
         );
+        if args.manager.webhook_cert_managed.is_some() {
+            print!(
+                "{}",
+                concord_examples::managed_certificates_rbac_yaml(
+                    config.strategies(),
+                    "crd-operator",
+                    &namespace
+                )?
+            );
+        }
         return Ok(());
     }
     let connection = demo_connection(&args).await?;
@@ -97,6 +108,14 @@ async fn main() -> anyhow::Result<()> {
     if args.serve {
         // On every replica, leader or not: the API server calls any of them.
         builder = builder.with_webhooks(widgets_webhooks::webhooks());
+        // --webhook-cert-managed: the operator's own CA, trusted through
+        // the configurations it generates.
+        if let Some(service) = &args.manager.webhook_cert_managed {
+            builder = builder.with_managed_webhook_certificates(
+                concord::webhook::ManagedCertificates::new(service.clone())
+                    .with_configuration_name(widgets_webhooks::CONFIGURATION),
+            );
+        }
     }
     let mut manager = match builder.build_or_explain().await? {
         Built::Manager(manager) => manager,

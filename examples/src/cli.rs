@@ -73,6 +73,46 @@ pub fn role_yaml(
     Ok(serde_yaml::to_string(&permissions.role(name, namespace))?)
 }
 
+/// With `--webhook-cert-managed`: the rules the manager needs to make its
+/// own webhook certificates, as a Role in `namespace` (the CA Secret) and a
+/// ClusterRole (the `caBundle` writes), two YAML documents, each starting
+/// with `---`.
+///
+/// # Errors
+///
+/// When the objects cannot be serialised.
+pub fn managed_certificates_rbac_yaml(
+    table: &concord::featuregates::StrategyTable,
+    name: &str,
+    namespace: &str,
+) -> anyhow::Result<String> {
+    let (namespaced, cluster) = Permissions::new(table)
+        .managed_webhook_certificates()
+        .cluster_scoped();
+    let name = format!("{name}-webhook-certificates");
+    let role = k8s_openapi::api::rbac::v1::Role {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace.to_owned()),
+            ..Default::default()
+        },
+        rules: Some(namespaced),
+    };
+    let cluster_role = k8s_openapi::api::rbac::v1::ClusterRole {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name),
+            ..Default::default()
+        },
+        rules: Some(cluster),
+        ..Default::default()
+    };
+    Ok(format!(
+        "---\n{}---\n{}",
+        serde_yaml::to_string(&role)?,
+        serde_yaml::to_string(&cluster_role)?
+    ))
+}
+
 /// The client of the demo mode: `--kubeconfig`, else the embedded control
 /// plane (kept alive by the returned [`crate::Connection`]); `$KUBECONFIG`
 /// is ignored, and a remote server needs `--yes-create-pods-in`.

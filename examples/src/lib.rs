@@ -18,7 +18,9 @@ pub mod widgets_v1alpha1;
 pub mod widgets_webhooks;
 
 #[doc(inline)]
-pub use cli::{ExampleArgs, client_of, demo_connection, load_config, role_yaml};
+pub use cli::{
+    ExampleArgs, client_of, demo_connection, load_config, managed_certificates_rbac_yaml, role_yaml,
+};
 #[doc(inline)]
 pub use connect::{Connection, RemoteConsent, connect};
 #[doc(inline)]

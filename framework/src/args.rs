@@ -82,6 +82,13 @@ pub struct ManagerArgs {
         default_value = "/tmp/k8s-webhook-server/serving-certs"
     )]
     pub webhook_cert_dir: PathBuf,
+    /// Make the webhook certificates here instead of reading
+    /// `--webhook-cert-dir`: a CA in the Secret `<SERVICE>-ca` of the pod's
+    /// namespace, a serving certificate for the Service `SERVICE`, the CA
+    /// written into the `caBundle` of the manager's own webhook
+    /// configurations and CRD conversions, both renewed before they expire.
+    #[arg(long = "webhook-cert-managed", value_name = "SERVICE")]
+    pub webhook_cert_managed: Option<String>,
     /// Print the effective feature gates and strategy table with their reasons, then exit.
     #[arg(long)]
     pub explain: bool,

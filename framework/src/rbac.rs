@@ -166,6 +166,64 @@ impl<'a> Permissions<'a> {
             .verbs("authorization.k8s.io", "subjectaccessreviews", &["create"])
     }
 
+    /// The manager makes its own webhook certificates
+    /// ([`ManagerBuilder::with_managed_webhook_certificates`](crate::ManagerBuilder::with_managed_webhook_certificates),
+    /// `--webhook-cert-managed`): on `secrets`, `get` and what the table's
+    /// strategies for `create` and `other` send (the CA Secret, in the
+    /// manager's namespace); on `admissionregistration.k8s.io`
+    /// `validatingwebhookconfigurations` and `mutatingwebhookconfigurations`
+    /// and `apiextensions.k8s.io` `customresourcedefinitions`, `get` and
+    /// what the strategy for `other` sends (the `caBundle` writes). Those
+    /// three are cluster-scoped: grant them through a ClusterRole; the
+    /// Secret rule belongs in a Role of the manager's namespace
+    /// ([`cluster_scoped`](Self::cluster_scoped) tells them apart).
+    #[must_use]
+    pub fn managed_webhook_certificates(self) -> Self {
+        use k8s_openapi::api::admissionregistration::v1::{
+            MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+        };
+        use k8s_openapi::api::core::v1::Secret;
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        self.writes::<Secret>(&[Operation::Create, Operation::Other])
+            .writes::<ValidatingWebhookConfiguration>(&[Operation::Other])
+            .writes::<MutatingWebhookConfiguration>(&[Operation::Other])
+            .writes::<CustomResourceDefinition>(&[Operation::Other])
+    }
+
+    /// Splits the rules into those of namespaced resources (for a Role)
+    /// and those of cluster-scoped ones concord knows (webhook
+    /// configurations, CRDs, token and access reviews: for a ClusterRole).
+    pub fn cluster_scoped(&self) -> (Vec<PolicyRule>, Vec<PolicyRule>) {
+        const CLUSTER: &[(&str, &str)] = &[
+            (
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "mutatingwebhookconfigurations",
+            ),
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("authentication.k8s.io", "tokenreviews"),
+            ("authorization.k8s.io", "subjectaccessreviews"),
+        ];
+        let (cluster, namespaced): (BTreeMap<_, _>, BTreeMap<_, _>) = self
+            .verbs
+            .clone()
+            .into_iter()
+            .partition(|((group, resource), _)| {
+                CLUSTER.contains(&(group.as_str(), resource.as_str()))
+            });
+        let rules = |verbs| {
+            Permissions {
+                table: self.table,
+                verbs,
+            }
+            .rules()
+        };
+        (rules(namespaced), rules(cluster))
+    }
+
     /// Any other `verbs` on `resource` (a plural, or `plural/subresource`)
     /// of API group `group` (empty for the core group).
     #[must_use]
@@ -283,6 +341,30 @@ mod tests {
             .flat_map(|r| r.api_groups.iter().flatten())
             .collect();
         assert_eq!(groups, ["authentication.k8s.io", "authorization.k8s.io"]);
+    }
+
+    #[test]
+    fn managed_certificates_may_keep_the_ca_secret_and_the_bundles() {
+        let config = config("strategies: {default: update}");
+        let permissions = Permissions::new(config.strategies()).managed_webhook_certificates();
+        let (namespaced, cluster) = permissions.cluster_scoped();
+        assert_eq!(
+            verbs_of(&namespaced, "secrets"),
+            ["create", "get", "update"]
+        );
+        for resource in [
+            "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations",
+            "customresourcedefinitions",
+        ] {
+            assert_eq!(
+                verbs_of(&cluster, resource),
+                ["get", "update"],
+                "{resource}"
+            );
+            assert!(verbs_of(&namespaced, resource).is_empty(), "{resource}");
+        }
+        assert!(verbs_of(&cluster, "secrets").is_empty());
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct ManagerBuilder {
     watchdog: (Duration, Duration),
     // Webhooks (framework/src/webhook): served beside the controllers.
     webhooks: Option<crate::webhook::Webhooks>,
+    /// Webhook certificates the manager makes itself.
+    managed_certificates: Option<crate::webhook::ManagedCertificates>,
 }
 
 impl Debug for ManagerBuilder {
@@ -196,6 +198,41 @@ impl ManagerBuilder {
         self
     }
 
+    /// Makes the webhook server's certificates instead of reading
+    /// `--webhook-cert-dir`, as `--webhook-cert-managed` does (set here, it
+    /// holds whatever [`with_args`](Self::with_args) says): a CA kept in a
+    /// Secret of the manager's namespace, created if absent and shared by
+    /// every replica; a serving certificate for the webhook Service signed
+    /// by it, hot-swapped when renewed; the CA (with the one it replaced,
+    /// while that one's certificates may be in service) written into the
+    /// `caBundle` of the configurations and CRD conversions `webhooks`
+    /// registers, and nowhere else. `/readyz` passes its `webhooks` check
+    /// once that bundle is written.
+    ///
+    /// The writes go through the strategy table (operation `other`); the
+    /// identity needs [`Permissions::managed_webhook_certificates`](crate::Permissions::managed_webhook_certificates).
+    ///
+    /// ```no_run
+    /// # async fn demo(webhooks: concord::webhook::Webhooks) -> Result<(), concord::Error> {
+    /// use concord::Manager;
+    /// use concord::webhook::ManagedCertificates;
+    /// let manager = Manager::builder("widgets")
+    ///     .with_webhooks(webhooks)
+    ///     .with_managed_webhook_certificates(ManagedCertificates::new("widgets-webhook"))
+    ///     .build()
+    ///     .await?;
+    /// # let _ = manager;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_managed_webhook_certificates(
+        mut self,
+        certificates: crate::webhook::ManagedCertificates,
+    ) -> Self {
+        self.managed_certificates = Some(certificates);
+        self
+    }
+
     /// Loads the configuration, resolves the strategy table, connects, and
     /// binds the metrics and health endpoints; or, with `--explain` (or
     /// `--explain-yaml`), returns the effective gates and strategy table with
@@ -341,15 +378,55 @@ impl ManagerBuilder {
             None => None,
         };
         // Webhooks: bound now so that a bad certificate fails the build.
-        let webhook_server = match (
+        let managed = self.managed_certificates.clone().or_else(|| {
+            self.args
+                .webhook_cert_managed
+                .clone()
+                .map(crate::webhook::ManagedCertificates::new)
+        });
+        let (webhook_server, cert_rotator) = match (
             self.webhooks,
             parse_bind("--webhook-bind-address", &self.args.webhook_bind_address)?,
+            managed,
         ) {
-            (Some(webhooks), Some(at)) if !webhooks.is_empty() => Some(
-                crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks)
-                    .await?,
+            (Some(webhooks), Some(at), Some(options)) if !webhooks.is_empty() => {
+                let namespace = options.namespace.clone().unwrap_or_else(pod_namespace);
+                let rotator = crate::webhook::certs::CertRotator::start(
+                    &options,
+                    &namespace,
+                    &self.name,
+                    client.clone(),
+                    &writes,
+                    &webhooks,
+                )
+                .await?;
+                let server = crate::webhook::WebhookServer::bind_with(
+                    at,
+                    rotator.certificate(),
+                    None,
+                    webhooks,
+                )
+                .await?;
+                (Some(server), Some(rotator))
+            }
+            (_, _, Some(_)) => {
+                return Err(
+                    crate::webhook::WebhookError::ManagedCertificateSettings(vec![
+                        "no webhook is served to make certificates for: register webhooks with \
+                     with_webhooks and give a --webhook-bind-address other than 0"
+                            .to_owned(),
+                    ])
+                    .into(),
+                );
+            }
+            (Some(webhooks), Some(at), None) if !webhooks.is_empty() => (
+                Some(
+                    crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks)
+                        .await?,
+                ),
+                None,
             ),
-            _ => None,
+            _ => (None, None),
         };
         if let Some(server) = &webhook_server {
             metrics.register_collector(server.metrics().collector());
@@ -381,6 +458,7 @@ impl ManagerBuilder {
         let (shutdown, _) = watch::channel(false);
         Ok(Manager {
             webhook_server,
+            cert_rotator,
             sharding,
             recorder: Recorder::new(
                 client.clone(),
@@ -454,6 +532,7 @@ impl Manager {
             secure_metrics: None,
             review_cache: (crate::secure::DEFAULT_TTL, crate::secure::DEFAULT_ENTRIES),
             webhooks: None,
+            managed_certificates: None,
         }
     }
 }

@@ -108,6 +108,8 @@ pub struct Manager {
     cache_trim: crate::CacheTrim,
     sharding: Option<Sharding>,
     webhook_server: Option<crate::webhook::WebhookServer>,
+    /// With managed webhook certificates: what renews them.
+    cert_rotator: Option<crate::webhook::certs::CertRotator>,
 }
 
 impl Debug for Manager {

@@ -59,9 +59,14 @@ impl Manager {
         // Every readiness check is in place before the first probe.
         let webhooks_serving = Arc::new(AtomicBool::new(false));
         if self.webhook_server.is_some() {
+            let waiting = if self.cert_rotator.is_some() {
+                "not serving a certificate the API server trusts"
+            } else {
+                "not serving"
+            };
             self.health
                 .readiness
-                .add("webhooks", "not serving", webhooks_serving.clone());
+                .add("webhooks", waiting, webhooks_serving.clone());
         }
         let joined = Arc::new(AtomicBool::new(false));
         if self.sharding.is_some() {
@@ -91,11 +96,24 @@ impl Manager {
         // shutdown signal: the controllers' last writes may need them.
         let (_webhooks_running, webhooks_stop) = tokio::sync::oneshot::channel::<()>();
         let serving_webhooks = self.webhook_server.is_some();
+        // Managed certificates: ready once the CA is in the owned objects'
+        // caBundle; renewed until `run` returns.
+        let rotator = self.cert_rotator.take();
+        let ready_at_start = rotator.is_none();
+        let trusted = webhooks_serving.clone();
+        let _rotating = Running(
+            rotator
+                .map(|r| tokio::spawn(r.run(trusted)))
+                .into_iter()
+                .collect(),
+        );
         if let Some(server) = self.webhook_server.take() {
             // Bound with its certificate loaded at build; serving from
             // this task's first poll on.
             tokio::spawn(async move {
-                webhooks_serving.store(true, Ordering::Release);
+                if ready_at_start {
+                    webhooks_serving.store(true, Ordering::Release);
+                }
                 server
                     .serve(async move {
                         let _ = webhooks_stop.await;

@@ -10,6 +10,20 @@ pub enum WebhookError {
         /// What is wrong with it.
         message: String,
     },
+    /// A managed certificate (`--webhook-cert-managed`) could not be made,
+    /// stored or trusted: the object named is missing, not the manager's,
+    /// or refused the write.
+    #[error("managed webhook certificate, {object}: {message}")]
+    ManagedCertificate {
+        /// The object at fault (`Secret ns/name`, `ValidatingWebhookConfiguration name`, …).
+        object: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The settings of managed certificates do not make sense; every
+    /// problem is listed.
+    #[error("invalid managed webhook certificate settings: {}", .0.join("; "))]
+    ManagedCertificateSettings(Vec<String>),
     /// The webhooks registered do not make sense together; every problem is listed.
     #[error("invalid webhook registration: {}", .0.join("; "))]
     Registration(Vec<String>),

@@ -9,6 +9,7 @@
 //! | [`check_spoke_round_trip`], [`check_hub_round_trip`] | prove a conversion loses nothing, on generated values |
 //! | [`Webhooks`] | what an operator serves, at paths derived from group, version and kind |
 //! | [`WebhookServer`] | the HTTPS server (rustls), certificates reloaded from `tls.crt`/`tls.key` |
+//! | [`ManagedCertificates`] | certificates the manager makes, stores, trusts and renews itself (no cert-manager) |
 //! | [`WebhookClient`] | generates the `ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration` and CRD `conversion` stanza |
 //! | [`kubernetes_formats`] | CRD schemas the API server enforces without warnings (`format: uint32` → `minimum: 0`) |
 //! | [`WebhookMetrics`] | requests by outcome and latency, per webhook |
@@ -18,6 +19,7 @@
 //! certificates in `--webhook-cert-dir`.
 
 mod admission;
+pub(crate) mod certs;
 mod conversion;
 mod defaulting;
 mod error;
@@ -26,7 +28,7 @@ mod handler;
 mod manifests;
 mod metrics;
 mod options;
-mod registry;
+pub(crate) mod registry;
 mod round_trip;
 mod schema;
 mod server;
@@ -35,6 +37,8 @@ mod traits;
 mod verdict;
 mod zero;
 
+#[doc(inline)]
+pub use certs::ManagedCertificates;
 #[doc(inline)]
 pub use conversion::{Conversion, Spoke};
 #[doc(inline)]

@@ -61,7 +61,8 @@ struct Route {
 pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    cert: Arc<ReloadingCert>,
+    /// Polled for new files; `None` when the manager makes the certificates.
+    reload: Option<Arc<ReloadingCert>>,
     routes: Arc<HashMap<String, Route>>,
     metrics: Arc<WebhookMetrics>,
     reload_every: Duration,
@@ -94,7 +95,21 @@ impl WebhookServer {
             return Err(WebhookError::Registration(webhooks.problems));
         }
         let cert = Arc::new(ReloadingCert::load(cert_dir)?);
-        let acceptor = TlsAcceptor::from(Arc::new(server_config(cert.clone())?));
+        Self::bind_with(address, cert.clone(), Some(cert), webhooks).await
+    }
+
+    /// Binds `address`, with each handshake's certificate from `cert`
+    /// (the manager's own, when it makes them).
+    pub(crate) async fn bind_with(
+        address: SocketAddr,
+        cert: Arc<dyn rustls::server::ResolvesServerCert>,
+        reload: Option<Arc<ReloadingCert>>,
+        webhooks: Webhooks,
+    ) -> Result<Self, WebhookError> {
+        if !webhooks.problems.is_empty() {
+            return Err(WebhookError::Registration(webhooks.problems));
+        }
+        let acceptor = TlsAcceptor::from(Arc::new(server_config(cert)?));
         let listener = TcpListener::bind(address)
             .await
             .map_err(|source| WebhookError::Bind {
@@ -115,7 +130,7 @@ impl WebhookServer {
         Ok(WebhookServer {
             listener,
             acceptor,
-            cert,
+            reload,
             routes: Arc::new(routes),
             metrics: Arc::new(WebhookMetrics::default()),
             reload_every: Duration::from_secs(1),
@@ -173,9 +188,12 @@ impl WebhookServer {
     /// Serves until `stop` completes, then lets open connections finish
     /// their request (up to 5 s) and returns.
     pub async fn serve(self, stop: impl Future<Output = ()> + Send) {
-        let cert = self.cert.clone();
+        let cert = self.reload.clone();
         let every = self.reload_every;
         let reload = tokio::spawn(async move {
+            let Some(cert) = cert else {
+                return;
+            };
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;

@@ -1,0 +1,225 @@
+//! The `caBundle` writes: only to the objects the manager's own webhook
+//! registry names, and only to its webhooks in them, through the strategy
+//! table (operation `other`) like every other write of the manager.
+
+use concord_strategies::Mutation;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::Api;
+
+use crate::ResourceWriter;
+use crate::webhook::registry::WebhookKind;
+use crate::webhook::{WebhookError, Webhooks};
+use crate::writes::WriteRegistry;
+
+/// The objects whose `caBundle` the manager keeps, and their writers.
+#[derive(Clone)]
+pub(crate) struct Owned {
+    client: Client,
+    configuration: String,
+    validating: Vec<String>,
+    mutating: Vec<String>,
+    crds: Vec<String>,
+    validating_writer: ResourceWriter<ValidatingWebhookConfiguration>,
+    mutating_writer: ResourceWriter<MutatingWebhookConfiguration>,
+    crd_writer: ResourceWriter<CustomResourceDefinition>,
+}
+
+impl std::fmt::Debug for Owned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Owned")
+            .field("configuration", &self.configuration)
+            .field("validating", &self.validating)
+            .field("mutating", &self.mutating)
+            .field("crds", &self.crds)
+            .finish_non_exhaustive()
+    }
+}
+
+fn names_of(webhooks: &Webhooks, kind: WebhookKind) -> Vec<String> {
+    webhooks
+        .entries
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.name.clone())
+        .collect()
+}
+
+fn missing(object: String, message: impl Into<String>) -> WebhookError {
+    WebhookError::ManagedCertificate {
+        object,
+        message: message.into(),
+    }
+}
+
+impl Owned {
+    /// What `webhooks` registers: the configuration named `configuration`
+    /// for validators and defaulters, `<plural>.<group>` for conversions.
+    pub(crate) fn new(
+        client: Client,
+        writes: &WriteRegistry,
+        webhooks: &Webhooks,
+        configuration: &str,
+    ) -> Self {
+        Owned {
+            client,
+            configuration: configuration.to_owned(),
+            validating: names_of(webhooks, WebhookKind::Validating),
+            mutating: names_of(webhooks, WebhookKind::Mutating),
+            crds: webhooks
+                .entries
+                .iter()
+                .filter(|e| e.kind == WebhookKind::Conversion)
+                .map(|e| format!("{}.{}", e.target.plural, e.target.group))
+                .collect(),
+            validating_writer: writes.writer(&()),
+            mutating_writer: writes.writer(&()),
+            crd_writer: writes.writer(&()),
+        }
+    }
+
+    /// Writes `bundle` wherever it is not already; returns how many
+    /// objects were written.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::ManagedCertificate`] naming an owned object that is
+    /// missing, lacks one of the manager's webhooks (or, for a CRD, a
+    /// webhook conversion), or could not be written.
+    pub(crate) async fn inject(&self, bundle: &[u8]) -> Result<usize, WebhookError> {
+        let mut written = 0;
+        if !self.validating.is_empty() {
+            let api = Api::<ValidatingWebhookConfiguration>::all(self.client.clone());
+            let object = format!("ValidatingWebhookConfiguration {}", self.configuration);
+            let current = api
+                .get_opt(&self.configuration)
+                .await
+                .map_err(|e| missing(object.clone(), format!("cannot be read: {e}")))?
+                .ok_or_else(|| missing(object.clone(), "does not exist"))?;
+            let bundles: Vec<_> = current
+                .webhooks
+                .iter()
+                .flatten()
+                .map(|w| (w.name.clone(), w.client_config.ca_bundle.clone()))
+                .collect();
+            if needs(&object, &self.validating, &bundles, bundle)? {
+                let (names, pem) = (self.validating.clone(), ByteString(bundle.to_vec()));
+                let set = Mutation::typed(move |c: &mut ValidatingWebhookConfiguration| {
+                    for w in c.webhooks.iter_mut().flatten() {
+                        if names.contains(&w.name) {
+                            w.client_config.ca_bundle = Some(pem.clone());
+                        }
+                    }
+                });
+                self.validating_writer
+                    .write(&current, &set)
+                    .await
+                    .map_err(|e| missing(object, format!("caBundle not written: {e}")))?;
+                written += 1;
+            }
+        }
+        if !self.mutating.is_empty() {
+            let api = Api::<MutatingWebhookConfiguration>::all(self.client.clone());
+            let object = format!("MutatingWebhookConfiguration {}", self.configuration);
+            let current = api
+                .get_opt(&self.configuration)
+                .await
+                .map_err(|e| missing(object.clone(), format!("cannot be read: {e}")))?
+                .ok_or_else(|| missing(object.clone(), "does not exist"))?;
+            let bundles: Vec<_> = current
+                .webhooks
+                .iter()
+                .flatten()
+                .map(|w| (w.name.clone(), w.client_config.ca_bundle.clone()))
+                .collect();
+            if needs(&object, &self.mutating, &bundles, bundle)? {
+                let (names, pem) = (self.mutating.clone(), ByteString(bundle.to_vec()));
+                let set = Mutation::typed(move |c: &mut MutatingWebhookConfiguration| {
+                    for w in c.webhooks.iter_mut().flatten() {
+                        if names.contains(&w.name) {
+                            w.client_config.ca_bundle = Some(pem.clone());
+                        }
+                    }
+                });
+                self.mutating_writer
+                    .write(&current, &set)
+                    .await
+                    .map_err(|e| missing(object, format!("caBundle not written: {e}")))?;
+                written += 1;
+            }
+        }
+        let api = Api::<CustomResourceDefinition>::all(self.client.clone());
+        for name in &self.crds {
+            let object = format!("CustomResourceDefinition {name}");
+            let current = api
+                .get_opt(name)
+                .await
+                .map_err(|e| missing(object.clone(), format!("cannot be read: {e}")))?
+                .ok_or_else(|| missing(object.clone(), "does not exist"))?;
+            let stored = current
+                .spec
+                .conversion
+                .as_ref()
+                .filter(|c| c.strategy == "Webhook")
+                .and_then(|c| c.webhook.as_ref())
+                .and_then(|w| w.client_config.as_ref())
+                .ok_or_else(|| {
+                    missing(
+                        object.clone(),
+                        "has no webhook conversion to trust the CA for (set it with Webhooks::with_crd_conversion)",
+                    )
+                })?;
+            if stored.ca_bundle.as_ref().map(|b| b.0.as_slice()) == Some(bundle) {
+                continue;
+            }
+            let pem = ByteString(bundle.to_vec());
+            let set = Mutation::typed(move |crd: &mut CustomResourceDefinition| {
+                if let Some(config) = crd
+                    .spec
+                    .conversion
+                    .as_mut()
+                    .and_then(|c| c.webhook.as_mut())
+                    .and_then(|w| w.client_config.as_mut())
+                {
+                    config.ca_bundle = Some(pem.clone());
+                }
+            });
+            self.crd_writer
+                .write(&current, &set)
+                .await
+                .map_err(|e| missing(object, format!("caBundle not written: {e}")))?;
+            written += 1;
+        }
+        Ok(written)
+    }
+}
+
+/// Whether any of `ours` lacks `bundle`; an error when one of them is not
+/// in the object at all.
+fn needs(
+    object: &str,
+    ours: &[String],
+    stored: &[(String, Option<ByteString>)],
+    bundle: &[u8],
+) -> Result<bool, WebhookError> {
+    let mut absent = Vec::new();
+    let mut stale = false;
+    for name in ours {
+        match stored.iter().find(|(n, _)| n == name) {
+            None => absent.push(name.as_str()),
+            Some((_, have)) => stale |= have.as_ref().map(|b| b.0.as_slice()) != Some(bundle),
+        }
+    }
+    if absent.is_empty() {
+        Ok(stale)
+    } else {
+        Err(missing(
+            object.to_owned(),
+            format!("has no webhook named {}", absent.join(", ")),
+        ))
+    }
+}
