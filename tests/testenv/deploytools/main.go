@@ -59,6 +59,8 @@ func helm(args []string) int {
 		fmt.Fprintf(os.Stderr, "helm: %v\n", err)
 		return 1
 	}
+	// cobra reads os.Args unless told otherwise; "helm" is os.Args[1].
+	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
 		if cerr, ok := errors.AsType[helmcmd.CommandError](err); ok {
 			return cerr.ExitCode
