@@ -41,7 +41,11 @@ pub fn bundle(example: &str) -> anyhow::Result<Bundle> {
     let (config_path, registry, permissions): (&str, FeatureRegistry, Permit) = match example {
         "kueue-finalizer" => (kueue::CONFIG, kueue::registry()?.0, kueue::permissions),
         "argo-cleanup" => (argo::CONFIG, FeatureRegistry::new(), argo::permissions),
-        "crd-operator" => (widgets::CONFIG, FeatureRegistry::new(), widgets::permissions),
+        "crd-operator" => (
+            widgets::CONFIG,
+            FeatureRegistry::new(),
+            widgets::permissions,
+        ),
         other => anyhow::bail!("no deploy manifests for example {other:?}; known: {EXAMPLES:?}"),
     };
     let config = load_config(&ManagerArgs::new().with_config(config_path), registry)?;

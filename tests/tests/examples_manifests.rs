@@ -64,8 +64,7 @@ fn documents(path: &Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     let mut out = Vec::new();
     for document in serde_yaml::Deserializer::from_str(&text) {
-        let value =
-            Value::deserialize(document).with_context(|| path.display().to_string())?;
+        let value = Value::deserialize(document).with_context(|| path.display().to_string())?;
         if !value.is_null() {
             out.push(value);
         }
@@ -118,8 +117,10 @@ fn files_under(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> R
 fn committed_manifests_are_the_generated_ones() -> Result<()> {
     for example in concord_examples::deploy::EXAMPLES {
         let dir = deploy_dir(example);
-        let generated: BTreeMap<String, String> =
-            concord_examples::deploy::bundle(example)?.files()?.into_iter().collect();
+        let generated: BTreeMap<String, String> = concord_examples::deploy::bundle(example)?
+            .files()?
+            .into_iter()
+            .collect();
         let mut committed = BTreeMap::new();
         files_under(&dir, &dir, &mut committed)?;
         let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
@@ -292,7 +293,12 @@ fn generated_manifests_match_the_code_and_configuration() -> Result<()> {
     );
     let webhooks = widgets_webhooks::webhooks();
     assert_eq!(
-        object(&dir, "webhooks.yaml", "ValidatingWebhookConfiguration", None)?,
+        object(
+            &dir,
+            "webhooks.yaml",
+            "ValidatingWebhookConfiguration",
+            None
+        )?,
         serde_json::to_value(webhooks.validating_configuration(&in_cluster))?,
     );
     assert_eq!(
@@ -309,7 +315,12 @@ fn crd_operator_certificate_service_and_deployment_fit_together() -> Result<()> 
     use widgets_webhooks::{CERTIFICATE, NAMESPACE, SERVICE};
     let dir = deploy_dir("crd-operator");
     let crd = object(&dir, "crds.yaml", "CustomResourceDefinition", None)?;
-    let validating = object(&dir, "webhooks.yaml", "ValidatingWebhookConfiguration", None)?;
+    let validating = object(
+        &dir,
+        "webhooks.yaml",
+        "ValidatingWebhookConfiguration",
+        None,
+    )?;
     let mutating = object(&dir, "webhooks.yaml", "MutatingWebhookConfiguration", None)?;
     let certificate = object(&dir, "certificate.yaml", "Certificate", None)?;
     let issuer = object(&dir, "issuer.yaml", "Issuer", None)?;

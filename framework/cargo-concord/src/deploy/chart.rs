@@ -6,9 +6,9 @@
 use serde::Serialize;
 use serde_yaml::Value;
 
+use super::Bundle;
 use super::kustomize::{SERVICE_MONITOR_FILE, by_file, join};
 use super::objects::resources;
-use super::Bundle;
 use crate::Error;
 
 const NAMESPACE: &str = "{{ .Values.namespace }}";
@@ -93,7 +93,9 @@ pub(super) fn render(bundle: &Bundle) -> Result<Vec<(String, String)>, Error> {
     for (file, objects) in by_file(objects) {
         let body = expand(&join(&objects)?);
         let body = match file.as_str() {
-            "namespace.yaml" => format!("{{{{- if .Values.createNamespace }}}}\n{body}{{{{- end }}}}\n"),
+            "namespace.yaml" => {
+                format!("{{{{- if .Values.createNamespace }}}}\n{body}{{{{- end }}}}\n")
+            }
             SERVICE_MONITOR_FILE => {
                 format!("{{{{- if .Values.serviceMonitor.enabled }}}}\n{body}{{{{- end }}}}\n")
             }
@@ -197,8 +199,14 @@ mod tests {
             text.contains("inject-ca-from: '{{ .Values.namespace }}/demo-cert'"),
             "{text}"
         );
-        assert!(text.contains("namespace: '{{ .Values.namespace }}'"), "{text}");
-        assert!(text.contains("demo-webhook.{{ .Values.namespace }}.svc"), "{text}");
+        assert!(
+            text.contains("namespace: '{{ .Values.namespace }}'"),
+            "{text}"
+        );
+        assert!(
+            text.contains("demo-webhook.{{ .Values.namespace }}.svc"),
+            "{text}"
+        );
         // The names that merely equal the namespace stay.
         assert!(text.contains("name: demo\n"), "{text}");
         Ok(())
@@ -206,7 +214,8 @@ mod tests {
 
     #[test]
     fn resources_are_indented_under_their_key() {
-        let text = format!("    - image: x\n      resources: {RESOURCES}\n  replicas: {REPLICAS}\n");
+        let text =
+            format!("    - image: x\n      resources: {RESOURCES}\n  replicas: {REPLICAS}\n");
         assert_eq!(
             expand(&text),
             "    - image: x\n      resources:\n{{- toYaml .Values.resources | nindent 8 }}\n  replicas: {{ .Values.replicas }}\n"

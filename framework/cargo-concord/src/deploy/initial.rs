@@ -25,7 +25,11 @@ pub(crate) fn initial(project: &Project, config: &str) -> Result<Bundle, Error> 
             name: Some(name.clone()),
             ..ObjectMeta::default()
         },
-        rules: Some(Permissions::new(table.strategies()).secure_metrics().rules()),
+        rules: Some(
+            Permissions::new(table.strategies())
+                .secure_metrics()
+                .rules(),
+        ),
         ..ClusterRole::default()
     };
     let reader = concord::metrics_reader(&format!("{name}-metrics-reader"));

@@ -108,7 +108,8 @@ impl Webhook {
     ///
     /// [`Error::Serialize`] when it cannot be serialised.
     pub fn with_configuration(mut self, object: impl serde::Serialize) -> Result<Self, Error> {
-        self.configurations.push(to_value(object, "a webhook configuration")?);
+        self.configurations
+            .push(to_value(object, "a webhook configuration")?);
         Ok(self)
     }
 }
@@ -210,7 +211,8 @@ impl Bundle {
     ///
     /// [`Error::Serialize`] when it cannot be serialised.
     pub fn with_crd(mut self, object: impl serde::Serialize) -> Result<Self, Error> {
-        self.crds.push(to_value(object, "a CustomResourceDefinition")?);
+        self.crds
+            .push(to_value(object, "a CustomResourceDefinition")?);
         Ok(self)
     }
 
@@ -233,7 +235,8 @@ impl Bundle {
         file: impl Into<String>,
         object: impl serde::Serialize,
     ) -> Result<Self, Error> {
-        self.extra.push((file.into(), to_value(object, "an object")?));
+        self.extra
+            .push((file.into(), to_value(object, "an object")?));
         Ok(self)
     }
 

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     HTTPGetAction, Namespace, ObjectFieldSelector, PodSpec, PodTemplateSpec, Probe,
     ResourceRequirements, SecretVolumeSource, SecurityContext, Service, ServiceAccount,
-    ServicePort, ServiceSpec, Volume, VolumeMount, Capabilities,
+    ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -37,7 +37,10 @@ pub(super) fn all(bundle: &Bundle, service_monitor: bool) -> Result<Vec<(String,
     for crd in &bundle.crds {
         push("crds.yaml", crd.clone());
     }
-    push("namespace.yaml", to_value(namespace(bundle), "the Namespace")?);
+    push(
+        "namespace.yaml",
+        to_value(namespace(bundle), "the Namespace")?,
+    );
     push(
         "serviceaccount.yaml",
         to_value(service_account(bundle), "the ServiceAccount")?,
@@ -48,8 +51,14 @@ pub(super) fn all(bundle: &Bundle, service_monitor: bool) -> Result<Vec<(String,
     for binding in bindings(bundle)? {
         push("rolebinding.yaml", binding);
     }
-    push("configmap.yaml", to_value(configmap(bundle), "the ConfigMap")?);
-    push("deployment.yaml", to_value(deployment(bundle), "the Deployment")?);
+    push(
+        "configmap.yaml",
+        to_value(configmap(bundle), "the ConfigMap")?,
+    );
+    push(
+        "deployment.yaml",
+        to_value(deployment(bundle), "the Deployment")?,
+    );
     push(
         "service.yaml",
         to_value(metrics_service(bundle), "the metrics Service")?,
@@ -233,7 +242,10 @@ fn deployment(bundle: &Bundle) -> Deployment {
         ..Volume::default()
     }];
     if let Some(webhook) = &bundle.webhook {
-        args.push(format!("--webhook-bind-address=:{}", webhook.container_port));
+        args.push(format!(
+            "--webhook-bind-address=:{}",
+            webhook.container_port
+        ));
         args.push(format!("--webhook-cert-dir={}", webhook.cert_dir));
         ports.push(port("webhook", webhook.container_port));
         mounts.push(mount("webhook-cert", &webhook.cert_dir));
