@@ -51,6 +51,7 @@ pub fn bundle(example: &str) -> anyhow::Result<Bundle> {
     let config = load_config(&ManagerArgs::new().with_config(config_path), registry)?;
     // Every example deploys into a namespace named after it.
     let namespace = example;
+    // ANCHOR: bundle
     let mut bundle = Bundle::new(example, namespace)
         .with_generated_by("`cargo run -p concord-examples --example deploy-manifests`")
         .with_image(format!("registry.example.com/concord/{example}:0.1.0"))
@@ -58,6 +59,7 @@ pub fn bundle(example: &str) -> anyhow::Result<Bundle> {
         .with_arg("--serve")
         .with_config(std::fs::read_to_string(config_path)?)
         .with_rbac(permissions(config.strategies()).role(example, namespace))?;
+    // ANCHOR_END: bundle
     if example == "crd-operator" {
         bundle = crd_operator(bundle)?;
     }
