@@ -362,7 +362,7 @@ fn deploytools() -> Result<PathBuf> {
         concat!(env!("CARGO_MANIFEST_DIR"), "/testenv/deploytools"),
         "helm and kustomize",
     )
-    .with_hint("runs only with CONCORD_TEST_DEPLOY_TOOLS=1")
+    .with_hint("to skip it, unset CONCORD_TEST_DEPLOY_TOOLS (the rendering from the model is still checked)")
     .ensure()?)
 }
 
