@@ -8,6 +8,7 @@ mod connect;
 mod demo;
 
 pub mod argo;
+pub mod deploy;
 pub mod invariants;
 pub mod kueue;
 pub mod pod_phase;

@@ -1,15 +1,17 @@
 //! The deployment manifests of the example operators (`examples/deploy/`):
-//! every object passes a server-side dry-run on the real control plane, and
-//! the generated parts (Role, ConfigMap, CRD, webhook configurations) match
-//! what the code and the configuration say today; the crd-operator's
-//! cert-manager Certificate, Service and Deployment fit the names the
-//! generated webhook manifests use.
+//! the committed files are the ones `examples/src/deploy.rs` generates,
+//! every object passes a server-side dry-run on the real control plane, the
+//! Role, ConfigMap, CRD and webhook configurations match what the code and
+//! the configuration say today, and the crd-operator's cert-manager
+//! Certificate, Service and Deployment fit the names the webhook manifests
+//! use.
 //!
 //! ```text
 //! cargo test -p concord-tests --test examples_manifests
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
@@ -21,6 +23,7 @@ use k8s_openapi::api::rbac::v1::Role;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use serde::Deserialize as _;
 use serde_json::Value;
 
 /// Each example: its name, config file, gate registry and permissions.
@@ -53,30 +56,90 @@ const EXAMPLES: [Example; 3] = [
 ];
 
 fn deploy_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/deploy")
-        .join(name)
+    concord_examples::deploy::dir(name)
 }
 
-fn read_yaml(path: &Path) -> Result<Value> {
+/// The objects of a file of one or more YAML documents.
+fn documents(path: &Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-    serde_yaml::from_str(&text).with_context(|| path.display().to_string())
+    let mut out = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(&text) {
+        let value = Value::deserialize(document).with_context(|| path.display().to_string())?;
+        if !value.is_null() {
+            out.push(value);
+        }
+    }
+    Ok(out)
+}
+
+/// The one object of `kind` in `file` (named `name` when given).
+fn object(dir: &Path, file: &str, kind: &str, name: Option<&str>) -> Result<Value> {
+    let mut found = documents(&dir.join(file))?
+        .into_iter()
+        .filter(|o| o["kind"] == kind && name.is_none_or(|n| o["metadata"]["name"] == n));
+    let object = found
+        .next()
+        .with_context(|| format!("{file} has a {kind}"))?;
+    anyhow::ensure!(found.next().is_none(), "{file} has one {kind}");
+    Ok(object)
 }
 
 /// The manifests of `name` in the order of its kustomization.
 fn manifests(name: &str) -> Result<Vec<(String, Value)>> {
     let dir = deploy_dir(name);
-    let kustomization = read_yaml(&dir.join("kustomization.yaml"))?;
+    let kustomization = object(&dir, "kustomization.yaml", "Kustomization", None)?;
     let files = kustomization["resources"].as_array().context("resources")?;
-    files
-        .iter()
-        .map(|f| {
-            let file = f.as_str().context("file name")?.to_owned();
-            let value = read_yaml(&dir.join(&file))?;
-            Ok((file, value))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for file in files {
+        let file = file.as_str().context("file name")?;
+        for value in documents(&dir.join(file))? {
+            out.push((file.to_owned(), value));
+        }
+    }
+    Ok(out)
 }
+
+/// The files of a directory and its subdirectories, relative to it.
+fn files_under(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            files_under(root, &path, out)?;
+        } else {
+            let relative = path.strip_prefix(root)?.to_string_lossy().into_owned();
+            out.insert(relative, std::fs::read_to_string(&path)?);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn committed_manifests_are_the_generated_ones() -> Result<()> {
+    for example in concord_examples::deploy::EXAMPLES {
+        let dir = deploy_dir(example);
+        let generated: BTreeMap<String, String> = concord_examples::deploy::bundle(example)?
+            .files()?
+            .into_iter()
+            .collect();
+        let mut committed = BTreeMap::new();
+        files_under(&dir, &dir, &mut committed)?;
+        let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            names(&committed),
+            names(&generated),
+            "examples/deploy/{example} holds exactly the generated files: {REGENERATE}"
+        );
+        for (file, text) in &generated {
+            assert_eq!(
+                &committed[file], text,
+                "examples/deploy/{example}/{file} is stale: {REGENERATE}"
+            );
+        }
+    }
+    Ok(())
+}
+
+const REGENERATE: &str = "run `cargo run -p concord-examples --example deploy-manifests`";
 
 /// Where `object` lives in the API, and whether it is namespaced.
 fn resource_of(object: &Value) -> Result<(ApiResource, bool)> {
@@ -86,6 +149,8 @@ fn resource_of(object: &Value) -> Result<(ApiResource, bool)> {
     let (plural, namespaced) = match kind {
         "Namespace" => ("namespaces", false),
         "CustomResourceDefinition" => ("customresourcedefinitions", false),
+        "ClusterRole" => ("clusterroles", false),
+        "ClusterRoleBinding" => ("clusterrolebindings", false),
         "ServiceAccount" => ("serviceaccounts", true),
         "Role" => ("roles", true),
         "RoleBinding" => ("rolebindings", true),
@@ -194,20 +259,19 @@ fn generated_manifests_match_the_code_and_configuration() -> Result<()> {
     for (example, config_path, registry, permissions) in EXAMPLES {
         let dir = deploy_dir(example);
         let config = load_config(&ManagerArgs::new().with_config(config_path), registry())?;
-        let role: Role =
-            serde_yaml::from_value(serde_yaml::to_value(read_yaml(&dir.join("role.yaml"))?)?)?;
+        let role: Role = serde_json::from_value(object(&dir, "rbac.yaml", "Role", None)?)?;
         assert_eq!(
             role.rules.unwrap_or_default(),
             permissions(config.strategies()).rules(),
-            "{example}/role.yaml is stale: regenerate it with `cargo run --example {example} -- --print-rbac --namespace {example}`"
+            "{example}/rbac.yaml holds the Role `--print-rbac` prints"
         );
-        let configmap = read_yaml(&dir.join("configmap.yaml"))?;
+        let configmap = object(&dir, "configmap.yaml", "ConfigMap", None)?;
         assert_eq!(
             configmap["data"]["config.yaml"].as_str(),
             Some(std::fs::read_to_string(config_path)?.as_str()),
             "{example}/configmap.yaml holds the example's config.yaml"
         );
-        let deployment = read_yaml(&dir.join("deployment.yaml"))?;
+        let deployment = object(&dir, "deployment.yaml", "Deployment", None)?;
         let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
         for flag in [
             "--serve",
@@ -223,47 +287,53 @@ fn generated_manifests_match_the_code_and_configuration() -> Result<()> {
     let dir = deploy_dir("crd-operator");
     let in_cluster = widgets_webhooks::in_cluster_client();
     assert_eq!(
-        read_yaml(&dir.join("crd.yaml"))?,
+        object(&dir, "crds.yaml", "CustomResourceDefinition", None)?,
         serde_json::to_value(widgets_webhooks::crd(&in_cluster)?)?,
-        "crd.yaml is stale: regenerate it with `cargo run --example crd-operator -- --print-crd`"
+        "crds.yaml holds the Widget CRD of the Rust types"
     );
     let webhooks = widgets_webhooks::webhooks();
-    let stale =
-        "is stale: regenerate it with `cargo run --example crd-operator -- --print-webhooks`";
     assert_eq!(
-        read_yaml(&dir.join("validatingwebhookconfiguration.yaml"))?,
+        object(
+            &dir,
+            "webhooks.yaml",
+            "ValidatingWebhookConfiguration",
+            None
+        )?,
         serde_json::to_value(webhooks.validating_configuration(&in_cluster))?,
-        "validatingwebhookconfiguration.yaml {stale}"
     );
     assert_eq!(
-        read_yaml(&dir.join("mutatingwebhookconfiguration.yaml"))?,
+        object(&dir, "webhooks.yaml", "MutatingWebhookConfiguration", None)?,
         serde_json::to_value(webhooks.mutating_configuration(&in_cluster))?,
-        "mutatingwebhookconfiguration.yaml {stale}"
     );
     Ok(())
 }
 
-/// The hand-written crd-operator manifests (Service, Issuer, Certificate,
-/// Deployment) use the names the generated ones point at.
+/// The crd-operator's Service, Issuer, Certificate and Deployment use the
+/// names its CRD and webhook configurations point at.
 #[test]
 fn crd_operator_certificate_service_and_deployment_fit_together() -> Result<()> {
     use widgets_webhooks::{CERTIFICATE, NAMESPACE, SERVICE};
     let dir = deploy_dir("crd-operator");
-    let crd = read_yaml(&dir.join("crd.yaml"))?;
-    let validating = read_yaml(&dir.join("validatingwebhookconfiguration.yaml"))?;
-    let mutating = read_yaml(&dir.join("mutatingwebhookconfiguration.yaml"))?;
-    let certificate = read_yaml(&dir.join("certificate.yaml"))?;
-    let issuer = read_yaml(&dir.join("issuer.yaml"))?;
-    let service = read_yaml(&dir.join("service.yaml"))?;
-    let deployment = read_yaml(&dir.join("deployment.yaml"))?;
+    let crd = object(&dir, "crds.yaml", "CustomResourceDefinition", None)?;
+    let validating = object(
+        &dir,
+        "webhooks.yaml",
+        "ValidatingWebhookConfiguration",
+        None,
+    )?;
+    let mutating = object(&dir, "webhooks.yaml", "MutatingWebhookConfiguration", None)?;
+    let certificate = object(&dir, "certificate.yaml", "Certificate", None)?;
+    let issuer = object(&dir, "issuer.yaml", "Issuer", None)?;
+    let service = object(&dir, "service.yaml", "Service", Some(SERVICE))?;
+    let deployment = object(&dir, "deployment.yaml", "Deployment", None)?;
 
     // cert-manager injects the CA of this Certificate everywhere the API
     // server has to trust the webhook server.
     let inject = format!("{NAMESPACE}/{CERTIFICATE}");
     for (what, object) in [
-        ("crd.yaml", &crd),
-        ("validatingwebhookconfiguration.yaml", &validating),
-        ("mutatingwebhookconfiguration.yaml", &mutating),
+        ("the CRD", &crd),
+        ("the ValidatingWebhookConfiguration", &validating),
+        ("the MutatingWebhookConfiguration", &mutating),
     ] {
         assert_eq!(
             object["metadata"]["annotations"][concord::webhook::INJECT_CA_FROM],

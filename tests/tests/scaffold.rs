@@ -417,6 +417,7 @@ async fn dry_run_deploy(env: &TestEnv, deploy: &Path) -> Result<()> {
         "ClusterRoleBinding",
         "ConfigMap",
         "Deployment",
+        "Service",
     ] {
         assert!(
             kinds.iter().any(|k| k == kind),
@@ -441,6 +442,7 @@ fn resource_of(object: &Value) -> Result<(ApiResource, bool)> {
         "RoleBinding" => ("rolebindings", true),
         "ConfigMap" => ("configmaps", true),
         "Deployment" => ("deployments", true),
+        "Service" => ("services", true),
         other => bail!("no plural known for kind {other}"),
     };
     let gvk = GroupVersionKind::gvk(group, version, kind);

@@ -17,7 +17,7 @@ use crate::{Error, create_api, generate, init};
 ///   cargo concord create api --group ships --version v1 --kind Frigate
 ///   cargo run -- --dev     # run it on an embedded control plane
 ///   cargo test             # test it against a real kube-apiserver and etcd
-///   cargo concord generate # deploy/ from the code
+///   cargo concord generate # deploy/ from the code: kustomize base and Helm chart
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo-concord",
@@ -42,10 +42,12 @@ pub enum Command {
     /// Scaffold a piece of an existing project.
     #[command(subcommand)]
     Create(Create),
-    /// Write deploy/ from the code: the CRDs from the Rust types, the Role
-    /// and ClusterRole from the strategy table, the configuration as a
-    /// ConfigMap. Runs the project's own binary (`cargo run`); running it
-    /// twice changes nothing.
+    /// Write deploy/ from the code, as a kustomize base (deploy/) and a Helm
+    /// chart (deploy/chart/NAME/) rendered from one model: the CRDs from the
+    /// Rust types, the Role and ClusterRole from the strategy table, the
+    /// configuration as a ConfigMap, the Deployment with its probes, the
+    /// metrics Service and a ServiceMonitor. Runs the project's own binary
+    /// (`cargo run`); running it twice changes nothing.
     Generate(ProjectArgs),
     /// Print the feature gates and the strategy table in effect, with the
     /// reason for every cell, as the operator's `--explain` does.

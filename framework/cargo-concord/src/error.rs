@@ -85,6 +85,14 @@ pub enum Error {
         #[source]
         source: serde_yaml::Error,
     },
+    /// A manifest the project's binary printed is not a Kubernetes object.
+    #[error("`{source_name}` printed a manifest that is not a Kubernetes object: {message}")]
+    BadManifest {
+        /// The command that printed it.
+        source_name: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// Serialising a manifest failed.
     #[error("serialising {what} failed")]
     Serialize {

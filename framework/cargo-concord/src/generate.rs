@@ -10,12 +10,16 @@ use crate::files::FileSet;
 use crate::project::{self, Project};
 use crate::{Error, deploy};
 
-/// Writes the generated files of `deploy/` and returns those that changed.
+/// Writes the generated files of `deploy/` (the kustomize base) and
+/// `deploy/chart/<project>/` (the Helm chart), both rendered from one
+/// [`deploy::Bundle`], and returns those that changed.
 ///
 /// # Errors
 ///
 /// [`Error::NotAProject`], [`Error::ProjectBinary`] when the project does
-/// not build or its binary fails, [`Error::BadOutput`], [`Error::Io`].
+/// not build or its binary fails, [`Error::BadOutput`] and
+/// [`Error::BadManifest`] when it prints something else than manifests,
+/// [`Error::Io`].
 /// Every file is rendered before the first is written.
 pub fn generate(args: &ProjectArgs) -> Result<Vec<PathBuf>, Error> {
     let root = project::find_root(args.project_dir.as_deref())?;
@@ -35,21 +39,21 @@ pub fn generate(args: &ProjectArgs) -> Result<Vec<PathBuf>, Error> {
     let config_path = root.join("config/concord.yaml");
     let config =
         std::fs::read_to_string(&config_path).map_err(Error::io("reading", &config_path))?;
+    let bundle = deploy::Bundle::new(&project.project_name, &project.namespace)
+        .with_config(config)
+        .with_crds_yaml(&crds, "cargo run -- --print-crds")?
+        .with_rbac_yaml(&rbac, "cargo run -- --print-rbac")?;
     let mut files = FileSet::default();
-    let with_crds = !crds.trim().is_empty();
-    if with_crds {
-        files.add("deploy/crds.yaml", deploy::crds(&crds));
-    }
-    files.add("deploy/rbac.yaml", deploy::rbac(&rbac));
-    files.add(
-        "deploy/configmap.yaml",
-        deploy::configmap(&project, &config)?,
-    );
-    files.add(
-        "deploy/kustomization.yaml",
-        deploy::kustomization(with_crds),
-    );
+    add_deploy(&mut files, &bundle)?;
     files.update(&root)
+}
+
+/// Adds the files of `bundle` under `deploy/`.
+pub(crate) fn add_deploy(files: &mut FileSet, bundle: &deploy::Bundle) -> Result<(), Error> {
+    for (path, text) in bundle.files()? {
+        files.add(format!("deploy/{path}"), text);
+    }
+    Ok(())
 }
 
 /// Prints the effective gates and strategy table of the project.

@@ -32,22 +32,6 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/init/concord.yaml"),
     ),
     (
-        "deploy/namespace.yaml",
-        include_str!("../templates/init/namespace.yaml"),
-    ),
-    (
-        "deploy/serviceaccount.yaml",
-        include_str!("../templates/init/serviceaccount.yaml"),
-    ),
-    (
-        "deploy/rolebinding.yaml",
-        include_str!("../templates/init/rolebinding.yaml"),
-    ),
-    (
-        "deploy/deployment.yaml",
-        include_str!("../templates/init/deployment.yaml"),
-    ),
-    (
         ".dockerignore",
         include_str!("../templates/init/dockerignore"),
     ),
@@ -97,12 +81,8 @@ pub fn init(args: &InitArgs) -> Result<Made, Error> {
         files.add(*path, render(template, &values));
     }
     let config = render(include_str!("../templates/init/concord.yaml"), &values);
-    files.add(
-        "deploy/configmap.yaml",
-        deploy::configmap(&project, &config)?,
-    );
-    files.add("deploy/rbac.yaml", deploy::initial_rbac(&project)?);
-    files.add("deploy/kustomization.yaml", deploy::kustomization(false));
+    let bundle = deploy::initial(&project, &config)?;
+    crate::generate::add_deploy(&mut files, &bundle)?;
     files.add(project::FILE, project.render()?);
     files.create_dir(&dir)?;
     Ok(Made {

@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `cargo concord init NAME` | a new operator crate: manager, configuration, test on the embedded control plane, `deploy/`, `Dockerfile` |
 //! | `cargo concord create api --group G --version V --kind K` | a custom resource, its reconciler, its registration in `src/main.rs`, a sample |
-//! | `cargo concord generate` | `deploy/` from the code: CRDs, RBAC from the strategy table, the configuration |
+//! | `cargo concord generate` | `deploy/` from the code, a kustomize base and a Helm chart from one [`deploy::Bundle`]: CRDs, RBAC from the strategy table, the configuration, the Deployment, Services, webhook configurations |
 //! | `cargo concord explain` | the feature gates and strategy table in effect |
 //!
 //! Install it from a clone of the concord repository with `cargo install
@@ -24,7 +24,7 @@
 
 mod cli;
 mod create_api;
-mod deploy;
+pub mod deploy;
 mod error;
 mod files;
 mod generate;

@@ -4,7 +4,7 @@
 //! cargo run -- --dev                  # on an embedded control plane, with config/samples
 //! cargo test                          # the operator against the embedded control plane
 //! cargo run -- --kubeconfig PATH      # on a cluster (install deploy/crds.yaml first)
-//! cargo concord generate              # deploy/: CRDs, RBAC and configuration from this code
+//! cargo concord generate              # deploy/: kustomize base and Helm chart from this code
 //! cargo concord explain               # the feature gates and strategy table in effect
 //! ```
 //!
