@@ -27,14 +27,14 @@ pub struct Args {
     /// Paired rounds (one crash with a warm standby, one with a cold one).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Lease duration, seconds.
-    #[arg(long, default_value_t = 6)]
+    /// Lease duration, seconds (the defaults are controller-runtime's).
+    #[arg(long, default_value_t = 15)]
     lease_duration: u64,
     /// Renew deadline, milliseconds.
-    #[arg(long, default_value_t = 4000)]
+    #[arg(long, default_value_t = 10_000)]
     renew_deadline_ms: u64,
     /// Retry period, milliseconds.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 2_000)]
     retry_period_ms: u64,
     /// Where the Markdown table goes (the book includes it).
     #[arg(long, default_value = "target/shard-bench/standby.md")]
@@ -145,6 +145,10 @@ async fn crash(
             "the warm standby holds every object"
         );
     }
+    ensure!(
+        !first.run.is_finished(),
+        "the leader stopped before the crash (it could not renew its Lease in time on this machine: raise --lease-duration and --renew-deadline-ms)"
+    );
     ensure!(
         bench.progress(second.index).0 == 0,
         "the standby reconciled while the leader held the Lease"

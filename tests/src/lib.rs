@@ -83,3 +83,16 @@ pub async fn http_get(address: std::net::SocketAddr, path: &str) -> anyhow::Resu
         .parse()?;
     Ok((status, body.to_owned()))
 }
+
+/// The value of `concord_write_requests_total` for ConfigMap writes of
+/// `strategy` with `verb` in a rendered exposition; 0 when absent.
+pub fn config_map_write_requests(metrics: &str, strategy: &str, verb: &str) -> u64 {
+    let needle = format!(
+        "concord_write_requests_total{{resource=\"configmaps\",strategy=\"{strategy}\",verb=\"{verb}\"}} "
+    );
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&needle))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}

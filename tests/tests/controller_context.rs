@@ -16,7 +16,7 @@ use anyhow::Result;
 use concord::strategies::Error as WriteError;
 use concord::{Action, Context, Manager, ManagerArgs, Reconciler};
 use concord_testenv::TestEnv;
-use concord_tests::eventually;
+use concord_tests::{config_map_write_requests, eventually};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::PartialObjectMeta;
@@ -64,15 +64,6 @@ fn value(map: &ConfigMap) -> Option<&str> {
     map.data.as_ref()?.get("value").map(String::as_str)
 }
 
-fn requests(metrics: &str, strategy: &str, verb: &str) -> u64 {
-    let needle = format!(
-        "concord_write_requests_total{{resource=\"configmaps\",strategy=\"{strategy}\",verb=\"{verb}\"}} "
-    );
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(&needle))
-        .map_or(0, |n| n.parse().unwrap())
-}
 
 #[tokio::test]
 async fn creating_an_existing_object_is_a_clear_error_and_changes_nothing() -> Result<()> {
@@ -113,7 +104,7 @@ async fn creating_an_existing_object_is_a_clear_error_and_changes_nothing() -> R
     );
 
     let text = metrics.render();
-    assert_eq!(requests(&text, "strict", "create"), 3, "{text}");
+    assert_eq!(config_map_write_requests(&text, "strict", "create"), 3, "{text}");
     assert!(
         text.lines().any(|l| l.starts_with("concord_write_total{")
             && l.contains("resource=\"configmaps\"")
@@ -319,8 +310,8 @@ async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
         .await
     );
     let text = metrics.render();
-    assert!(requests(&text, "strict", "create") >= 1, "{text}");
-    assert!(requests(&text, "strict", "delete") >= 1, "{text}");
+    assert!(config_map_write_requests(&text, "strict", "create") >= 1, "{text}");
+    assert!(config_map_write_requests(&text, "strict", "delete") >= 1, "{text}");
     stop.shutdown();
     running.await??;
     Ok(())

@@ -16,7 +16,7 @@ use concord::{
     Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
 };
 use concord_testenv::TestEnv;
-use concord_tests::eventually;
+use concord_tests::{config_map_write_requests, eventually};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -167,15 +167,6 @@ async fn metrics_after_run(config: PathBuf) -> Result<String> {
     Ok(metrics.render())
 }
 
-fn requests(metrics: &str, strategy: &str, verb: &str) -> u64 {
-    let needle = format!(
-        "concord_write_requests_total{{resource=\"configmaps\",strategy=\"{strategy}\",verb=\"{verb}\"}} "
-    );
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(&needle))
-        .map_or(0, |n| n.parse().unwrap())
-}
 
 /// `apply` cannot serve arbitrary closures (`other`), so it is named per
 /// operation rather than as the resource's default.
@@ -195,15 +186,15 @@ async fn the_same_reconciler_writes_through_the_strategy_the_yaml_names() -> Res
     let apply = metrics_after_run(yaml("apply", APPLY_CONFIG)).await?;
 
     assert!(
-        requests(&update, "update", "update") >= 6,
+        config_map_write_requests(&update, "update", "update") >= 6,
         "update sends PUTs:\n{update}"
     );
-    assert_eq!(requests(&update, "apply", "apply"), 0);
+    assert_eq!(config_map_write_requests(&update, "apply", "apply"), 0);
     assert!(
-        requests(&apply, "apply", "apply") >= 6,
+        config_map_write_requests(&apply, "apply", "apply") >= 6,
         "apply sends server-side applies:\n{apply}"
     );
-    assert_eq!(requests(&apply, "update", "update"), 0);
+    assert_eq!(config_map_write_requests(&apply, "update", "update"), 0);
     Ok(())
 }
 

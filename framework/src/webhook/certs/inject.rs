@@ -92,66 +92,12 @@ impl Owned {
     /// webhook conversion), or could not be written.
     pub(crate) async fn inject(&self, bundle: &[u8]) -> Result<usize, WebhookError> {
         let mut written = 0;
-        if !self.validating.is_empty() {
-            let api = Api::<ValidatingWebhookConfiguration>::all(self.client.clone());
-            let object = format!("ValidatingWebhookConfiguration {}", self.configuration);
-            let current = api
-                .get_opt(&self.configuration)
-                .await
-                .map_err(|e| missing(object.clone(), format!("cannot be read: {e}")))?
-                .ok_or_else(|| missing(object.clone(), "does not exist"))?;
-            let bundles: Vec<_> = current
-                .webhooks
-                .iter()
-                .flatten()
-                .map(|w| (w.name.clone(), w.client_config.ca_bundle.clone()))
-                .collect();
-            if needs(&object, &self.validating, &bundles, bundle)? {
-                let (names, pem) = (self.validating.clone(), ByteString(bundle.to_vec()));
-                let set = Mutation::typed(move |c: &mut ValidatingWebhookConfiguration| {
-                    for w in c.webhooks.iter_mut().flatten() {
-                        if names.contains(&w.name) {
-                            w.client_config.ca_bundle = Some(pem.clone());
-                        }
-                    }
-                });
-                self.validating_writer
-                    .write(&current, &set)
-                    .await
-                    .map_err(|e| missing(object, format!("caBundle not written: {e}")))?;
-                written += 1;
-            }
-        }
-        if !self.mutating.is_empty() {
-            let api = Api::<MutatingWebhookConfiguration>::all(self.client.clone());
-            let object = format!("MutatingWebhookConfiguration {}", self.configuration);
-            let current = api
-                .get_opt(&self.configuration)
-                .await
-                .map_err(|e| missing(object.clone(), format!("cannot be read: {e}")))?
-                .ok_or_else(|| missing(object.clone(), "does not exist"))?;
-            let bundles: Vec<_> = current
-                .webhooks
-                .iter()
-                .flatten()
-                .map(|w| (w.name.clone(), w.client_config.ca_bundle.clone()))
-                .collect();
-            if needs(&object, &self.mutating, &bundles, bundle)? {
-                let (names, pem) = (self.mutating.clone(), ByteString(bundle.to_vec()));
-                let set = Mutation::typed(move |c: &mut MutatingWebhookConfiguration| {
-                    for w in c.webhooks.iter_mut().flatten() {
-                        if names.contains(&w.name) {
-                            w.client_config.ca_bundle = Some(pem.clone());
-                        }
-                    }
-                });
-                self.mutating_writer
-                    .write(&current, &set)
-                    .await
-                    .map_err(|e| missing(object, format!("caBundle not written: {e}")))?;
-                written += 1;
-            }
-        }
+        written += self
+            .configuration(&self.validating, &self.validating_writer, bundle)
+            .await?;
+        written += self
+            .configuration(&self.mutating, &self.mutating_writer, bundle)
+            .await?;
         let api = Api::<CustomResourceDefinition>::all(self.client.clone());
         for name in &self.crds {
             let object = format!("CustomResourceDefinition {name}");
@@ -195,6 +141,76 @@ impl Owned {
             written += 1;
         }
         Ok(written)
+    }
+}
+
+impl Owned {
+    /// Writes `bundle` into the webhooks named `ours` of the manager's
+    /// configuration of type `C` (none when `ours` is empty); 1 when it
+    /// wrote, 0 when every one of them held it already.
+    async fn configuration<C: Configuration>(
+        &self,
+        ours: &[String],
+        writer: &ResourceWriter<C>,
+        bundle: &[u8],
+    ) -> Result<usize, WebhookError> {
+        if ours.is_empty() {
+            return Ok(0);
+        }
+        let api = Api::<C>::all(self.client.clone());
+        let object = format!("{} {}", C::KIND, self.configuration);
+        let current = api
+            .get_opt(&self.configuration)
+            .await
+            .map_err(|e| missing(object.clone(), format!("cannot be read: {e}")))?
+            .ok_or_else(|| missing(object.clone(), "does not exist"))?;
+        if !needs(&object, ours, &current.bundles(), bundle)? {
+            return Ok(0);
+        }
+        let (names, pem) = (ours.to_vec(), ByteString(bundle.to_vec()));
+        let set = Mutation::typed(move |c: &mut C| c.set_bundle(&names, &pem));
+        writer
+            .write(&current, &set)
+            .await
+            .map_err(|e| missing(object, format!("caBundle not written: {e}")))?;
+        Ok(1)
+    }
+}
+
+/// A webhook configuration whose webhooks carry a `caBundle`.
+trait Configuration: crate::Object {
+    const KIND: &'static str;
+    /// Each webhook's name and stored bundle.
+    fn bundles(&self) -> Vec<(String, Option<ByteString>)>;
+    /// Sets `pem` as the bundle of the webhooks named in `names`.
+    fn set_bundle(&mut self, names: &[String], pem: &ByteString);
+}
+
+impl Configuration for ValidatingWebhookConfiguration {
+    const KIND: &'static str = "ValidatingWebhookConfiguration";
+    fn bundles(&self) -> Vec<(String, Option<ByteString>)> {
+        let hooks = self.webhooks.iter().flatten();
+        hooks.map(|w| (w.name.clone(), w.client_config.ca_bundle.clone())).collect()
+    }
+    fn set_bundle(&mut self, names: &[String], pem: &ByteString) {
+        let hooks = self.webhooks.iter_mut().flatten();
+        for w in hooks.filter(|w| names.contains(&w.name)) {
+            w.client_config.ca_bundle = Some(pem.clone());
+        }
+    }
+}
+
+impl Configuration for MutatingWebhookConfiguration {
+    const KIND: &'static str = "MutatingWebhookConfiguration";
+    fn bundles(&self) -> Vec<(String, Option<ByteString>)> {
+        let hooks = self.webhooks.iter().flatten();
+        hooks.map(|w| (w.name.clone(), w.client_config.ca_bundle.clone())).collect()
+    }
+    fn set_bundle(&mut self, names: &[String], pem: &ByteString) {
+        let hooks = self.webhooks.iter_mut().flatten();
+        for w in hooks.filter(|w| names.contains(&w.name)) {
+            w.client_config.ca_bundle = Some(pem.clone());
+        }
     }
 }
 
