@@ -190,6 +190,11 @@ mod tests {
         // 99% for 4 degrees of freedom, and a Bonferroni share of 5% over 18.
         assert!((t_quantile(0.01, 4) - 4.604).abs() < 1e-3);
         assert!(t_quantile(0.05 / 18.0, 10) > t_quantile(0.01, 10));
+        eprintln!(
+            "19 degrees of freedom: t {:.3} at 5%, {:.3} at 5%/18",
+            t_quantile(0.05, 19),
+            t_quantile(0.05 / 18.0, 19)
+        );
     }
 
     #[test]
