@@ -350,6 +350,7 @@ mod tests {
             }
         }
         let rate = f64::from(wrong) / runs as f64;
+        eprintln!("uncorrected 95% looks: wrong verdicts in {rate} of {runs} runs");
         assert!(
             rate > 2.0 * ALPHA,
             "naive looks erred in only {rate} of the runs"
