@@ -259,9 +259,8 @@ func run() error {
 	// Tell the benchmark the cache is full and wait for its go: it reads
 	// the API server's clocks in between.
 	fmt.Println("ready")
-	goLine, err := bufio.NewReader(io.MultiReader(decoder.Buffered(), os.Stdin)).ReadString('\n')
-	if strings.TrimSpace(goLine) != "go" {
-		return fmt.Errorf("expected go on stdin, read %q (%v)", goLine, err)
+	if err := awaitGo(bufio.NewReader(io.MultiReader(decoder.Buffered(), os.Stdin))); err != nil {
+		return err
 	}
 	sentStart, receivedStart := sent.Load(), received.Load()
 	cpuStart := cpu()
@@ -382,6 +381,24 @@ func addForeign(ctx context.Context, foreign client.Client, pod *corev1.Pod, fin
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("the foreign writer could not add its finalizer to %s: %w", pod.Name, err)
+}
+
+// awaitGo reads stdin up to the line "go", skipping blank lines (the rest
+// of the work's line).
+func awaitGo(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadString('\n')
+		switch strings.TrimSpace(line) {
+		case "go":
+			return nil
+		case "":
+			if err != nil {
+				return fmt.Errorf("stdin ended before go: %w", err)
+			}
+		default:
+			return fmt.Errorf("expected go on stdin, read %q", line)
+		}
+	}
 }
 
 func waitFor(ctx context.Context, c cache.Cache, namespace string, n int) error {
