@@ -1,7 +1,9 @@
 //! The race benchmark: reproduce the Kueue and Argo write races at scale
 //! and compare every write strategy in one run.
 //!
-//! What it shows: per contender — every strategy called directly and
+//! What it shows: first what each contender's writes cost (requests, HTTP
+//! body bytes sent and received, client CPU and the API server's CPU per
+//! write), then per contender — every strategy called directly and
 //! through a `Manager`, `raw` (the same requests without concord),
 //! `ceiling` (the API server's capacity), `controller-runtime` (a Go peer)
 //! and `json-index` (Argo's original code) — the throughput over paired
@@ -22,7 +24,7 @@
 //! machine also needs `--yes-create-pods-in <context>`). Memory: under 128 MiB for the client at 10,000 pods.
 //!
 //! ```text
-//! cargo run --release --example race-bench -- --scenario kueue --pods 10000 --rounds 5 \
+//! cargo run --release --example race-bench -- --scenario kueue --pods 10000 --max-rounds 20 \
 //!     --writers 16 --seed 1 --out target/race-bench/kueue --baseline lax --max-regression 5
 //! ```
 

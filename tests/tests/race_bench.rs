@@ -35,6 +35,11 @@ async fn bench(args: &[&str], out: &Path) -> anyhow::Result<BenchOutcome> {
     }
     argv.push("--out".into());
     argv.push(out.display().to_string());
+    // The control plane the harness started: its CPU per write is measured.
+    if let Some(pid) = env.control_plane_pid() {
+        argv.push("--server-pid".into());
+        argv.push(pid.to_string());
+    }
     let outcome = race::run(&Args::try_parse_from(argv)?).await?;
     println!("{}", race::markdown(&outcome.report));
     Ok(outcome)
@@ -102,6 +107,30 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
     assert!(strict.cpu_ms_per_write.is_some() && strict.peak_rss_mib.is_some());
     let peer = result(report, "controller-runtime")?;
     assert!(peer.peak_rss_mib.is_some_and(|m| m > 0.0), "{peer:?}");
+    assert_eq!(report.stopping, "fixed");
+    assert_eq!(report.rounds, 2);
+    // The costs: every contender, the peer included, sent and received
+    // bodies and spent CPU on its writes; the server's CPU is there when its
+    // process is known and absent (never 0) otherwise.
+    let measured_server = std::env::var_os(concord_testenv::KUBECONFIG_ENV).is_none();
+    assert_eq!(report.server_process.is_some(), measured_server);
+    for r in &report.results {
+        ensure!(
+            r.requests_per_write >= 1.0,
+            "one request per write at least: {r:?}"
+        );
+        ensure!(
+            r.bytes_sent_per_write.is_some_and(|b| b > 0.0)
+                && r.bytes_received_per_write.is_some_and(|b| b > 0.0),
+            "{}: body bytes counted: {r:?}",
+            r.strategy
+        );
+        ensure!(r.cpu_ms_per_write.is_some_and(|c| c > 0.0), "{r:?}");
+        match r.server_cpu_ms_per_write {
+            Some(ms) => ensure!(measured_server && ms > 0.0, "{r:?}"),
+            None => ensure!(!measured_server, "server CPU not measured: {r:?}"),
+        }
+    }
     // Lost writes by a safe strategy would fail; the ratios decide the rest.
     assert!(
         outcome.failures.iter().all(|f| f.contains("x lax")),
@@ -131,6 +160,11 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
             "cpu_ms_per_write",
             "peak_rss_mib",
             "fraction_of_ceiling",
+            "requests_per_write",
+            "bytes_sent_per_write",
+            "bytes_received_per_write",
+            "server_cpu_ms_per_write",
+            "decided_after_rounds",
         ] {
             ensure!(r.get(key).is_some(), "results.json lacks {key}: {r}");
         }
@@ -142,6 +176,11 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
     ensure!(
         table.contains("| contender | writes/s |") && table.contains("| lax |"),
         "results.md is the Markdown table: {table}"
+    );
+    let costs = table.find("| contender | writes | requests/write |");
+    ensure!(
+        costs.is_some() && costs < table.find("| contender | writes/s |"),
+        "the costs are the first table: {table}"
     );
     std::fs::remove_dir_all(&out)?;
     Ok(())
@@ -183,5 +222,83 @@ async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result
         assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{safe}: {r:?}");
     }
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn until_decided_stops_when_every_ratio_is_decided_or_the_budget_ends() -> anyhow::Result<()>
+{
+    let out = std::env::temp_dir().join(format!("race-bench-seq-{}", std::process::id()));
+    // `strict` against `lax` with every pod raced: `strict` sends about
+    // twice the requests, `guarded` as many as `lax`; the run stops when
+    // both ratios are decided, or after 4 rounds.
+    let outcome = bench(
+        &[
+            "--scenario",
+            "kueue",
+            "--pods",
+            "240",
+            "--race-intensity",
+            "1",
+            "--strategies",
+            "lax,guarded,strict",
+            "--baseline",
+            "lax",
+            "--max-rounds",
+            "4",
+        ],
+        &out,
+    )
+    .await?;
+    std::fs::remove_dir_all(&out)?;
+    let report = &outcome.report;
+    assert_eq!(report.stopping, "until-decided");
+    assert_eq!((report.max_rounds, report.pods_per_round), (4, 60));
+    ensure!(
+        (3..=4).contains(&report.rounds),
+        "the first look is after round 3, the last after round 4: {report:?}"
+    );
+    // Two looks, each at half of 5%.
+    assert!((report.alpha_per_look - 0.025).abs() < 1e-12);
+    let decided_all = ["guarded", "strict"].iter().all(|n| {
+        report
+            .result(n)
+            .is_some_and(|r| r.decided_after_rounds.is_some())
+    });
+    match report.stopped_because.as_str() {
+        "decided" => ensure!(decided_all, "{report:?}"),
+        "max-rounds" => assert_eq!(report.rounds, 4),
+        other => anyhow::bail!("stopped because {other}"),
+    }
+    for name in ["guarded", "strict"] {
+        let r = result(report, name)?;
+        let i = r.vs_baseline.context("a ratio to lax")?;
+        let verdict = r.verdict.context("a verdict")?;
+        match r.decided_after_rounds {
+            // A decided ratio keeps the interval of the round that decided it.
+            Some(n) => {
+                assert_eq!(i.rounds as u64, n, "{r:?}");
+                assert_ne!(verdict, race::Verdict::Undecided, "{r:?}");
+            }
+            None => {
+                assert_eq!(verdict, race::Verdict::Undecided, "{r:?}");
+                assert_eq!(i.rounds as u64, report.rounds, "{r:?}");
+            }
+        }
+        assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{name}: {r:?}");
+        assert_eq!(r.rounds_writes_per_s.len() as u64, report.rounds);
+    }
+    // The table says after how many rounds each verdict was reached.
+    let table = race::markdown(report);
+    ensure!(table.contains("until decided: at most 4"), "{table}");
+    for name in ["guarded", "strict"] {
+        let r = result(report, name)?;
+        let (Some(i), Some(v)) = (r.vs_baseline, r.verdict) else {
+            anyhow::bail!("{name} has no verdict");
+        };
+        let n = r.decided_after_rounds.unwrap_or(i.rounds as u64);
+        let cell = format!("{} after {n} rounds", v.as_str());
+        ensure!(table.contains(&cell), "{name}: no {cell:?} in {table}");
+    }
     Ok(())
 }

@@ -4,18 +4,22 @@
 // retry.RetryOnConflict for "strict", a plain client.MergeFrom for "lax".
 //
 // It reads its work as JSON on stdin, waits for its cache to hold every pod
-// (untimed), runs the writes with the requested number of workers, and
-// prints its figures as JSON on stdout. The benchmark checks the final
+// (untimed), prints "ready" and waits for "go" on stdin, runs the writes
+// with the requested number of workers, and prints its figures as JSON on
+// stdout. The benchmark checks the final
 // objects itself.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -72,6 +76,8 @@ type result struct {
 	Retries         uint64    `json:"retries"`
 	CPUMs           float64   `json:"cpu_ms"`
 	PeakRSSKiB      int64     `json:"peak_rss_kib"`
+	BytesSent       uint64    `json:"bytes_sent"`
+	BytesReceived   uint64    `json:"bytes_received"`
 }
 
 const (
@@ -102,6 +108,39 @@ func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// wire counts the HTTP body bytes of the peer's own clients (its informer
+// cache and its writer; not the other controller's), as the benchmark's
+// tower layer counts concord's.
+type wire struct {
+	next     http.RoundTripper
+	sent     *atomic.Uint64
+	received *atomic.Uint64
+}
+
+func (w *wire) RoundTrip(r *http.Request) (*http.Response, error) {
+	// client-go sends its bodies from a buffer, so the length is known.
+	if r.ContentLength > 0 {
+		w.sent.Add(uint64(r.ContentLength))
+	}
+	resp, err := w.next.RoundTrip(r)
+	if err == nil && resp.Body != nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, n: w.received}
+	}
+	return resp, err
+}
+
+// countedBody counts what is read from a response body.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Uint64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(uint64(n))
+	return n, err
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "race-bench-peer: %v\n", err)
@@ -122,7 +161,8 @@ func config(path string) (*rest.Config, error) {
 
 func run() error {
 	var w work
-	if err := json.NewDecoder(os.Stdin).Decode(&w); err != nil {
+	decoder := json.NewDecoder(os.Stdin)
+	if err := decoder.Decode(&w); err != nil {
 		return fmt.Errorf("reading the work from stdin: %w", err)
 	}
 	if w.Mode != "strict" && w.Mode != "lax" {
@@ -134,10 +174,15 @@ func run() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	var sent, received atomic.Uint64
+	counted := func(rt http.RoundTripper) http.RoundTripper {
+		return &wire{next: rt, sent: &sent, received: &received}
+	}
 	cacheCfg, err := config(w.Kubeconfig)
 	if err != nil {
 		return err
 	}
+	cacheCfg.Wrap(counted)
 	informers, err := cache.New(cacheCfg, cache.Options{
 		DefaultNamespaces: map[string]cache.Config{w.Namespace: {}},
 		DefaultTransform:  cache.TransformStripManagedFields(),
@@ -160,6 +205,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	writerCfg.Wrap(counted)
 	count := &counter{}
 	writerCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { count.next = rt; return count })
 	c, err := client.New(writerCfg, client.Options{Cache: &client.CacheOptions{Reader: informers}})
@@ -210,6 +256,13 @@ func run() error {
 		latencies = append(latencies, uint32(min(d.Microseconds(), int64(^uint32(0)))))
 		mu.Unlock()
 	}
+	// Tell the benchmark the cache is full and wait for its go: it reads
+	// the API server's clocks in between.
+	fmt.Println("ready")
+	if err := awaitGo(bufio.NewReader(io.MultiReader(decoder.Buffered(), os.Stdin))); err != nil {
+		return err
+	}
+	sentStart, receivedStart := sent.Load(), received.Load()
 	cpuStart := cpu()
 	start := time.Now()
 	for range w.Writers {
@@ -239,6 +292,7 @@ func run() error {
 	wg.Wait()
 	wall := time.Since(start)
 	cpuMs := float64(cpu()-cpuStart) / float64(time.Millisecond)
+	bytesSent, bytesReceived := sent.Load()-sentStart, received.Load()-receivedStart
 
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -254,6 +308,8 @@ func run() error {
 		Retries:         retries.Load() + requeues.Load(),
 		CPUMs:           cpuMs,
 		PeakRSSKiB:      ru.Maxrss,
+		BytesSent:       bytesSent,
+		BytesReceived:   bytesReceived,
 	}
 	for v := range out.RequestsByVerb {
 		out.RequestsByVerb[v] = count.verbs[v].Load()
@@ -325,6 +381,24 @@ func addForeign(ctx context.Context, foreign client.Client, pod *corev1.Pod, fin
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("the foreign writer could not add its finalizer to %s: %w", pod.Name, err)
+}
+
+// awaitGo reads stdin up to the line "go", skipping blank lines (the rest
+// of the work's line).
+func awaitGo(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadString('\n')
+		switch strings.TrimSpace(line) {
+		case "go":
+			return nil
+		case "":
+			if err != nil {
+				return fmt.Errorf("stdin ended before go: %w", err)
+			}
+		default:
+			return fmt.Errorf("expected go on stdin, read %q", line)
+		}
+	}
 }
 
 func waitFor(ctx context.Context, c cache.Cache, namespace string, n int) error {

@@ -6,6 +6,11 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use concord::strategies::StrategyName;
 
+use crate::sequential::Stopping;
+
+/// Rounds of a run that names neither `--rounds` nor `--baseline`.
+const DEFAULT_ROUNDS: u32 = 5;
+
 /// Which incident the benchmark reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Scenario {
@@ -223,11 +228,27 @@ pub struct Args {
     /// each round gives every contender `pods / rounds` fresh pods.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=200_000))]
     pub pods: u32,
-    /// Rounds: each runs every contender once on its own slice of pods, in
-    /// an order rotated per round, so load drift hits all alike; ratios get
-    /// a 95% interval paired by round.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub rounds: u32,
+    /// A fixed number of rounds: each runs every contender once on its own
+    /// slice of pods, in an order rotated per round, so load drift hits all
+    /// alike; ratios get a 95% interval paired by round [default: 5, or
+    /// `--until-decided` when `--baseline` is named].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100),
+          conflicts_with_all = ["until_decided", "max_rounds", "max_minutes"])]
+    pub rounds: Option<u32>,
+    /// Keep adding rounds until every checked ratio (each concord
+    /// strategy's against the baseline, and the targets) is decided, or
+    /// `--max-rounds` or `--max-minutes` ends the run; each look uses a
+    /// Bonferroni share of the 5% error rate. The default with
+    /// `--baseline`.
+    #[arg(long)]
+    pub until_decided: bool,
+    /// With sequential rounds: the most rounds; each gets `pods /
+    /// max-rounds` pods per contender.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=100))]
+    pub max_rounds: u32,
+    /// With sequential rounds: start no round after this many minutes.
+    #[arg(long, value_parser = minutes)]
+    pub max_minutes: Option<f64>,
     /// How races are brought about.
     #[arg(long, value_enum, default_value_t = RaceMode::Lockstep)]
     pub race: RaceMode,
@@ -269,6 +290,12 @@ pub struct Args {
     /// `--baseline`, anything but "met" fails the run.
     #[arg(long, default_value_t = 5.0)]
     pub max_regression: f64,
+    /// The pid of the API server process on this machine (kube-apiserver,
+    /// or the embedded control plane holding it and etcd), for its CPU
+    /// time per write [default: the embedded control plane's, when it
+    /// runs; otherwise not measured].
+    #[arg(long)]
+    pub server_pid: Option<u32>,
 }
 // ANCHOR_END: args
 
@@ -284,7 +311,34 @@ fn intensity(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Parse a number of minutes: positive.
+fn minutes(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not a positive number of minutes"))
+    }
+}
+
 impl Args {
+    /// How many rounds the run makes: `--rounds N`, else until decided
+    /// when asked for or when `--baseline` is named, else 5.
+    pub fn stopping(&self) -> Stopping {
+        match self.rounds {
+            Some(n) => Stopping::Fixed(n),
+            None if self.until_decided || self.baseline.is_some() => Stopping::UntilDecided {
+                max_rounds: self.max_rounds,
+                max_time: self
+                    .max_minutes
+                    .map(|m| std::time::Duration::from_secs_f64(m * 60.0)),
+            },
+            None => Stopping::Fixed(DEFAULT_ROUNDS),
+        }
+    }
+
     /// The baseline: `--baseline`, else `lax` when it runs.
     pub fn baseline(&self) -> Option<Contender> {
         self.baseline.or_else(|| {
@@ -326,8 +380,57 @@ mod tests {
         let args = Args::try_parse_from(["race-bench", "--scenario", "argo"]).unwrap();
         assert_eq!(args.contenders().last(), Some(&Contender::JsonIndex));
         assert_eq!(args.pods, 10_000);
-        assert_eq!(args.rounds, 5);
+        assert_eq!(args.stopping(), Stopping::Fixed(5));
         assert_eq!(args.race, RaceMode::Lockstep);
+    }
+
+    #[test]
+    fn a_baseline_asks_for_rounds_until_decided() {
+        let args = Args::try_parse_from(["race-bench", "--baseline", "lax"]).unwrap();
+        assert_eq!(
+            args.stopping(),
+            Stopping::UntilDecided {
+                max_rounds: 20,
+                max_time: None
+            }
+        );
+        let args = Args::try_parse_from([
+            "race-bench",
+            "--baseline",
+            "lax",
+            "--max-rounds",
+            "8",
+            "--max-minutes",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.stopping(),
+            Stopping::UntilDecided {
+                max_rounds: 8,
+                max_time: Some(std::time::Duration::from_secs(30))
+            }
+        );
+        let args =
+            Args::try_parse_from(["race-bench", "--baseline", "lax", "--rounds", "3"]).unwrap();
+        assert_eq!(args.stopping(), Stopping::Fixed(3));
+        let args = Args::try_parse_from(["race-bench", "--until-decided"]).unwrap();
+        assert!(matches!(args.stopping(), Stopping::UntilDecided { .. }));
+    }
+
+    #[test]
+    fn a_fixed_count_refuses_the_sequential_flags() {
+        for flags in [
+            ["--rounds", "3", "--until-decided", ""],
+            ["--rounds", "3", "--max-rounds", "8"],
+            ["--rounds", "3", "--max-minutes", "5"],
+        ] {
+            let argv =
+                std::iter::once("race-bench").chain(flags.into_iter().filter(|f| !f.is_empty()));
+            assert!(Args::try_parse_from(argv).is_err(), "{flags:?}");
+        }
+        assert!(Args::try_parse_from(["race-bench", "--max-rounds", "2"]).is_err());
+        assert!(Args::try_parse_from(["race-bench", "--max-minutes", "0"]).is_err());
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //!
 //! It reproduces concord's two motivating incidents at scale — Kueue's lost
 //! finalizers and Argo Workflows' racing index patches — and runs every
-//! write strategy through them in one run. `--rounds` rounds each run every
-//! contender once, in an order rotated per round, on a fresh namespace and
-//! slice of pods:
+//! write strategy through them in one run. Rounds — `--rounds N`, or with
+//! `--baseline` as many as it takes to decide every checked ratio
+//! ([`Stopping`]) — each run every contender once, in an order rotated per
+//! round, on a fresh namespace and slice of pods:
 //!
 //! | step | what happens |
 //! | --- | --- |
@@ -14,13 +15,15 @@
 //! | cleanup | strip finalizers, delete the pods and the namespace, wait until it is gone |
 //!
 //! Afterwards every contender's rounds are pooled; each ratio to the
-//! `--baseline` gets a 95% interval paired by round ([`Interval`]).
+//! `--baseline` gets a 95% interval paired by round ([`Interval`]), split
+//! over the looks of a sequential run (Bonferroni). The first table is
+//! what each write costs: requests, body bytes, client and API server CPU.
 //!
 //! The files beside this one are its parts: [`Args`] (the command line),
 //! `scenarios/` (what each scenario creates, writes and expects), `send`,
 //! `raw`, `json_index` and `ceiling` (how each contender writes), `peer`
 //! (the controller-runtime program in `peer/`), `controller`, `cache` and
-//! `foreign` (who writes), `verify`, `stats` and `usage` (what is
+//! `foreign` (who writes), `verify`, `stats`, `sequential`, `wire` and `usage` (what is
 //! measured), and the outputs ([`markdown`], `json`, `svg`, `progress`) and
 //! [`failures`] (the graduation check).
 //!
@@ -52,6 +55,7 @@ mod results;
 mod run;
 mod scenarios;
 mod send;
+mod sequential;
 mod setup;
 mod stats;
 mod svg;
@@ -61,6 +65,7 @@ mod targets;
 mod test_support;
 mod usage;
 mod verify;
+mod wire;
 
 #[doc(inline)]
 pub use args::{Args, Contender, RaceMode, Scenario};
@@ -77,7 +82,9 @@ pub use results::{Report, StrategyResult};
 #[doc(inline)]
 pub use run::{BenchOutcome, run};
 #[doc(inline)]
-pub use stats::{Interval, Verdict, median};
+pub use sequential::{ALPHA, FIRST_LOOK, Stopping};
+#[doc(inline)]
+pub use stats::{Interval, Verdict, median, t_quantile};
 #[doc(inline)]
 pub use targets::TargetCheck;
 #[doc(inline)]

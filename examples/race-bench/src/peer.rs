@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 
 use crate::results::RoundFigures;
 use crate::scenarios::{Change, FOREIGN, Race, Workload, name};
 use crate::tally::Counts;
+use crate::usage;
+use crate::wire::Bytesum;
 
 /// The Go module of the peer.
 const SOURCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/peer");
@@ -85,25 +87,51 @@ struct PeerResult {
     retries: u64,
     cpu_ms: f64,
     peak_rss_kib: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+}
+
+/// The line the peer prints once its cache holds every pod; it then waits
+/// for [`GO`] on stdin before its timed phase.
+const READY: &str = "ready";
+/// What starts the peer's timed phase.
+const GO: &[u8] = b"go\n";
+
+/// One run of the peer.
+pub(crate) struct Job<'a> {
+    /// The peer's executable.
+    pub(crate) binary: &'a Path,
+    /// The kubeconfig it connects with.
+    pub(crate) kubeconfig: &'a Path,
+    /// The namespace of the round.
+    pub(crate) namespace: &'a str,
+    /// `strict` or `lax`.
+    pub(crate) mode: &'a str,
+    /// Its workers.
+    pub(crate) writers: u32,
+    /// The API server process whose CPU time the phase is charged.
+    pub(crate) server_pid: Option<u32>,
 }
 
 /// The longest a peer run may take, cache sync included.
 const TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// Run `workload` in `namespace` with the peer at `binary` in `mode`
-/// (`strict` or `lax`).
+/// Run `workload` with the peer as `job` says: hand it the work, wait
+/// until its cache is full, then time its write phase (its own figures, and
+/// the API server's CPU time around it).
 ///
 /// # Errors
 ///
 /// When the peer cannot start, fails, or prints something unreadable.
-pub(crate) async fn run(
-    binary: &Path,
-    kubeconfig: &Path,
-    namespace: &str,
-    mode: &str,
-    writers: u32,
-    workload: &Workload,
-) -> anyhow::Result<RoundFigures> {
+pub(crate) async fn run(job: Job<'_>, workload: &Workload) -> anyhow::Result<RoundFigures> {
+    let Job {
+        binary,
+        kubeconfig,
+        namespace,
+        mode,
+        writers,
+        server_pid,
+    } = job;
     let items = workload
         .lanes
         .items()
@@ -126,7 +154,8 @@ pub(crate) async fn run(
         foreign_finalizer: FOREIGN,
         items,
     };
-    let input = serde_json::to_vec(&work)?;
+    let mut input = serde_json::to_vec(&work)?;
+    input.push(b'\n');
     let mut child = tokio::process::Command::new(binary)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -134,22 +163,50 @@ pub(crate) async fn run(
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;
-    if let Some(mut stdin) = child.stdin.take() {
+    let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        anyhow::bail!("the peer's standard streams were not piped");
+    };
+    let errors = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text).await;
+        text
+    });
+    let talk = async {
         stdin.write_all(&input).await?;
-    }
-    let output = tokio::time::timeout(TIMEOUT, child.wait_with_output())
+        let mut stdout = BufReader::new(stdout);
+        let mut line = String::new();
+        stdout.read_line(&mut line).await?;
+        anyhow::ensure!(
+            line.trim() == READY,
+            "the peer printed {line:?} instead of {READY:?}"
+        );
+        let server_before = server_pid.and_then(usage::cpu_ms_of_pid);
+        stdin.write_all(GO).await?;
+        drop(stdin);
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).await?;
+        let server_after = server_pid.and_then(usage::cpu_ms_of_pid);
+        anyhow::Ok((rest, server_before.zip(server_after).map(|(a, b)| b - a)))
+    };
+    let talked = tokio::time::timeout(TIMEOUT, talk)
         .await
-        .with_context(|| format!("the peer did not finish within {TIMEOUT:?}"))??;
+        .with_context(|| format!("the peer did not finish within {TIMEOUT:?}"))?;
+    let status = tokio::time::timeout(TIMEOUT, child.wait())
+        .await
+        .with_context(|| format!("the peer did not exit within {TIMEOUT:?}"))??;
+    let stderr = errors.await.unwrap_or_default();
     anyhow::ensure!(
-        output.status.success(),
-        "the controller-runtime peer failed ({}): {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
+        status.success(),
+        "the controller-runtime peer failed ({status}): {stderr}"
     );
-    let r: PeerResult = serde_json::from_slice(&output.stdout).with_context(|| {
+    let (stdout, server_cpu_ms) =
+        talked.with_context(|| format!("talking to the controller-runtime peer: {stderr}"))?;
+    let r: PeerResult = serde_json::from_slice(&stdout).with_context(|| {
         format!(
             "reading the peer's figures from {:?}",
-            String::from_utf8_lossy(&output.stdout)
+            String::from_utf8_lossy(&stdout)
         )
     })?;
     Ok(RoundFigures {
@@ -173,5 +230,10 @@ pub(crate) async fn run(
         lost: 0,
         cpu_ms: Some(r.cpu_ms),
         peak_rss_kib: Some(r.peak_rss_kib),
+        bytes: Some(Bytesum {
+            sent: r.bytes_sent,
+            received: r.bytes_received,
+        }),
+        server_cpu_ms,
     })
 }

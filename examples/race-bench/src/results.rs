@@ -59,6 +59,28 @@ pub struct StrategyResult {
     /// The highest peak resident set size of one round, in MiB (for the Go
     /// peer, its own process).
     pub peak_rss_mib: Option<f64>,
+    /// `requests` divided by `writes`.
+    #[serde(default)]
+    pub requests_per_write: f64,
+    /// HTTP body bytes the contender's clients sent over its write phases
+    /// (its watch cache and its writes; the other controller's excluded),
+    /// divided by `writes`.
+    #[serde(default)]
+    pub bytes_sent_per_write: Option<f64>,
+    /// HTTP body bytes those clients received (watch events included),
+    /// divided by `writes`.
+    #[serde(default)]
+    pub bytes_received_per_write: Option<f64>,
+    /// CPU time of the API server process (`--server-pid`, or the embedded
+    /// control plane's kube-apiserver and etcd) over the contender's write
+    /// phases, in milliseconds per write; `None` when that process is not
+    /// known.
+    #[serde(default)]
+    pub server_cpu_ms_per_write: Option<f64>,
+    /// The round count after which `verdict` was decided; `None` while
+    /// undecided or unjudged.
+    #[serde(default)]
+    pub decided_after_rounds: Option<u64>,
     /// Successful writes/s of each round, in round order.
     pub rounds_writes_per_s: Vec<f64>,
     /// The median of `rounds_writes_per_s`.
@@ -95,6 +117,10 @@ pub(crate) struct RoundFigures {
     pub(crate) lost: u64,
     pub(crate) cpu_ms: Option<f64>,
     pub(crate) peak_rss_kib: Option<u64>,
+    /// Body bytes sent and received by the contender's clients.
+    pub(crate) bytes: Option<crate::wire::Bytesum>,
+    /// CPU time of the API server process over the phase.
+    pub(crate) server_cpu_ms: Option<f64>,
 }
 
 impl RoundFigures {
@@ -122,6 +148,11 @@ impl StrategyResult {
         let writes = sum(|r| r.writes);
         let succeeded = sum(|r| r.succeeded);
         let cpu: Option<f64> = rounds.iter().map(|r| r.cpu_ms).sum();
+        let server_cpu: Option<f64> = rounds.iter().map(|r| r.server_cpu_ms).sum();
+        let sent: Option<u64> = rounds.iter().map(|r| r.bytes.map(|b| b.sent)).sum();
+        let received: Option<u64> = rounds.iter().map(|r| r.bytes.map(|b| b.received)).sum();
+        let per_write =
+            |total: f64, digits| (writes > 0).then(|| round(total / writes as f64, digits));
         let per_round: Vec<f64> = rounds.iter().map(|r| round(r.writes_per_s(), 1)).collect();
         let mut by_verb = [0; 4];
         for r in rounds {
@@ -161,6 +192,11 @@ impl StrategyResult {
                 .filter_map(|r| r.peak_rss_kib)
                 .max()
                 .map(|kib| round(kib as f64 / 1024.0, 1)),
+            requests_per_write: per_write(by_verb.iter().sum::<u64>() as f64, 3).unwrap_or(0.0),
+            bytes_sent_per_write: sent.and_then(|b| per_write(b as f64, 0)),
+            bytes_received_per_write: received.and_then(|b| per_write(b as f64, 0)),
+            server_cpu_ms_per_write: server_cpu.and_then(|ms| per_write(ms, 3)),
+            decided_after_rounds: None,
             median_writes_per_s: round(median(&per_round), 1),
             rounds_writes_per_s: per_round,
             fraction_of_ceiling: None,
@@ -200,8 +236,26 @@ pub struct Report {
     pub pods: u64,
     /// The `--writers` figure.
     pub writers: u64,
-    /// The `--rounds` figure.
+    /// Rounds made.
     pub rounds: u64,
+    /// `fixed` (`--rounds`) or `until-decided`.
+    #[serde(default)]
+    pub stopping: String,
+    /// The most rounds the run could make.
+    #[serde(default)]
+    pub max_rounds: u64,
+    /// The error rate of one look at the intervals: 0.05 split evenly over
+    /// the looks the run could make (Bonferroni); every interval in the
+    /// report is at this level.
+    #[serde(default)]
+    pub alpha_per_look: f64,
+    /// Why the run made no more rounds: `fixed`, `decided`, `max-rounds`
+    /// or `max-minutes`.
+    #[serde(default)]
+    pub stopped_because: String,
+    /// The process whose CPU time is `server_cpu_ms_per_write`, if any.
+    #[serde(default)]
+    pub server_process: Option<String>,
     /// Pods per contender per round.
     pub pods_per_round: u64,
     /// `lockstep` or `random`.
@@ -269,6 +323,7 @@ mod tests {
             ..RoundFigures::default()
         };
         let r = StrategyResult::from_rounds("json-index", &[round.clone(), round]);
+        assert_eq!(r.server_cpu_ms_per_write, None, "not measured is not 0");
         assert_eq!(r.writes_per_s, 30.0);
         assert_eq!(r.rounds_writes_per_s, [30.0, 30.0]);
         assert_eq!((r.writes, r.failed_writes, r.lost_writes), (200, 80, 0));

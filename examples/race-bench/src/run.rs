@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Pod;
@@ -19,7 +19,8 @@ use crate::progress::Progress;
 use crate::results::RoundFigures;
 use crate::scenarios::{Racing, Workload};
 use crate::send::Sender;
-use crate::stats::Interval;
+use crate::sequential::{Check, Stopping, Tracker};
+use crate::wire::{self, Bytesum, WireBytes};
 use crate::{
     Args, Contender, RaceMode, Report, StrategyResult, check, controller, foreign, json, manager,
     namespace, peer, setup, svg, usage, verify,
@@ -45,7 +46,12 @@ pub struct BenchOutcome {
 /// Where the contenders of a round run, shared by every `run_one`.
 struct Setting<'a> {
     args: &'a Args,
+    /// The client of our contenders (setup and checks too), its body bytes
+    /// counted in `wire`.
     client: Client,
+    wire: Arc<WireBytes>,
+    /// The API server's process, when known.
+    server_pid: Option<u32>,
     foreign_client: Client,
     kubeconfig: PathBuf,
     peer: Option<PathBuf>,
@@ -61,43 +67,105 @@ struct Setting<'a> {
 /// peer cannot be built or a setup, cleanup or verification request fails.
 /// Failed or lost writes are results, not errors.
 pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
+    let stopping = args.stopping();
     anyhow::ensure!(
-        args.pods >= args.rounds,
-        "--pods {} cannot be split over --rounds {}",
+        args.pods >= stopping.max_rounds(),
+        "--pods {} cannot be split over {} rounds",
         args.pods,
-        args.rounds
+        stopping.max_rounds()
     );
     let contenders = args.contenders();
+    let mut tracker = Tracker::new(stopping, wanted_checks(&contenders, args));
+    if let Stopping::UntilDecided { .. } = stopping {
+        anyhow::ensure!(
+            !tracker.checks().is_empty(),
+            "--until-decided has no ratio to decide among {}: name --baseline (or run lax) with a concord strategy, or give --rounds",
+            contenders
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
     // Connecting first: a refused cluster is refused before the peer's build.
     let connection = concord_examples::connect(args.kubeconfig.clone(), &args.consent).await?;
+    let server_pid = args
+        .server_pid
+        .or_else(|| connection.control_plane.as_ref().map(|cp| cp.pid()));
+    let server_process = match (args.server_pid, server_pid) {
+        (Some(pid), _) => {
+            anyhow::ensure!(
+                usage::cpu_ms_of_pid(pid).is_some(),
+                "--server-pid {pid}: /proc/{pid}/stat cannot be read (no such process on this machine?)"
+            );
+            Some(format!("pid {pid} (--server-pid)"))
+        }
+        (None, Some(pid)) => Some(format!(
+            "pid {pid} (the embedded control plane: kube-apiserver and etcd)"
+        )),
+        (None, None) => None,
+    };
     let peer = if contenders.iter().any(|c| c.peer_mode().is_some()) {
         Some(tokio::task::spawn_blocking(peer::ensure).await??)
     } else {
         None
     };
     let kubeconfig = connection.kubeconfig.clone();
-    // The other controller gets a client (and connection pool) of its own.
+    // Our contenders' client counts its body bytes; the other controller
+    // gets a client (and connection pool) of its own, not counted.
+    let wire = Arc::new(WireBytes::default());
+    let client = wire::counted_client(&kubeconfig, wire.clone()).await?;
     let foreign_client = separate_client(&kubeconfig).await?;
     let setting = Setting {
         args,
-        client: connection.client.clone(),
+        client,
+        wire,
+        server_pid,
         foreign_client,
         kubeconfig,
         peer,
         progress: Progress::new(),
     };
-    let per_round = args.pods.div_ceil(args.rounds);
+    let max_rounds = stopping.max_rounds();
+    let per_round = args.pods.div_ceil(max_rounds);
     setting.progress.line(&format!(
-        "race-bench: scenario {}, {} rounds of {per_round} pods per contender, {} writers, race {}, seed {}, on {}",
-        args.scenario, args.rounds, args.writers, args.race.as_str(), args.seed, connection.server
+        "race-bench: scenario {}, {} of {per_round} pods per contender, {} writers, race {}, seed {}, on {}",
+        args.scenario,
+        match stopping {
+            Stopping::Fixed(n) => format!("{n} rounds"),
+            Stopping::UntilDecided { max_rounds, .. } => format!(
+                "rounds until decided (at most {max_rounds}, each look at {:.4})",
+                stopping.alpha_per_look()
+            ),
+        },
+        args.writers,
+        args.race.as_str(),
+        args.seed,
+        connection.server
     ));
     let racing = Racing {
         mode: args.race,
         intensity: args.race_intensity,
     };
     let mut figures: Vec<Vec<RoundFigures>> = vec![Vec::new(); contenders.len()];
-    let mut order_log = Vec::with_capacity(args.rounds as usize);
-    for round in 0..args.rounds {
+    let mut order_log = Vec::with_capacity(max_rounds as usize);
+    let started = Instant::now();
+    let mut longest_round = Duration::ZERO;
+    let mut stopped_because = match stopping {
+        Stopping::Fixed(_) => "fixed",
+        Stopping::UntilDecided { .. } => "max-rounds",
+    };
+    for round in 0..max_rounds {
+        if let Stopping::UntilDecided {
+            max_time: Some(limit),
+            ..
+        } = stopping
+            && started.elapsed() + longest_round > limit
+        {
+            stopped_because = "max-minutes";
+            break;
+        }
+        let round_started = Instant::now();
         let seed = args.seed.wrapping_add(u64::from(round));
         let workload = Workload::new(args.scenario, per_round, args.writers, seed, racing);
         let mut order: Vec<usize> = (0..contenders.len()).collect();
@@ -135,9 +203,8 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
                 .with_context(|| format!("running {contender} in round {}", round + 1))?;
             with_finalizers = left;
             setting.progress.line(&format!(
-                "round {}/{}: {contender}: {:.0} writes/s, {} failed, {} lost, {} conflicts",
+                "round {}: {contender}: {:.0} writes/s, {} failed, {} lost, {} conflicts",
                 round + 1,
-                args.rounds,
                 f.writes_per_s(),
                 f.failed,
                 f.lost,
@@ -147,19 +214,52 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         }
         setup::strip_finalizers(&pods, &with_finalizers).await?;
         namespace::delete(&setting.client, &ns, per_round).await?;
+        longest_round = longest_round.max(round_started.elapsed());
+        let per_contender: Vec<Vec<f64>> = figures
+            .iter()
+            .map(|f| {
+                f.iter()
+                    .map(|r| crate::results::round(r.writes_per_s(), 1))
+                    .collect()
+            })
+            .collect();
+        let decided = tracker.look(round + 1, |name| {
+            contenders
+                .iter()
+                .position(|c| c.as_str() == name)
+                .map(|i| per_contender[i].as_slice())
+        });
+        if let Stopping::UntilDecided { .. } = stopping {
+            setting.progress.line(&format!(
+                "round {}: {} of {} checked ratios decided",
+                round + 1,
+                tracker.decided_count(),
+                tracker.checks().len()
+            ));
+            if decided {
+                stopped_because = "decided";
+                break;
+            }
+        }
     }
+    let rounds = figures.first().map_or(0, Vec::len);
     let mut results: Vec<StrategyResult> = contenders
         .iter()
         .zip(&figures)
         .map(|(c, f)| StrategyResult::from_rounds(c.as_str(), f))
         .collect();
-    compare(&mut results, &contenders, args);
-    let targets = crate::targets::checks(&results);
+    compare(&mut results, &contenders, args, &tracker);
+    let targets = crate::targets::checks(&results, &tracker);
     let report = Report {
         scenario: args.scenario.as_str().to_owned(),
         pods: u64::from(args.pods),
         writers: u64::from(args.writers),
-        rounds: u64::from(args.rounds),
+        rounds: rounds as u64,
+        stopping: stopping.as_str().to_owned(),
+        max_rounds: u64::from(max_rounds),
+        alpha_per_look: stopping.alpha_per_look(),
+        stopped_because: stopped_because.to_owned(),
+        server_process,
         pods_per_round: u64::from(per_round),
         race: args.race.as_str().to_owned(),
         race_intensity: args.race_intensity,
@@ -186,9 +286,37 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
     })
 }
 
+/// The ratios the run decides: every concord strategy's against the
+/// baseline at `1 - max_regression/100`, and the targets whose two
+/// contenders run.
+fn wanted_checks(contenders: &[Contender], args: &Args) -> Vec<Check> {
+    let floor = 1.0 - args.max_regression / 100.0;
+    let mut checks = Vec::new();
+    if let Some(baseline) = args.baseline().filter(|b| contenders.contains(b)) {
+        for c in contenders {
+            if *c != baseline && (c.strategy().is_some() || c.manager_strategy().is_some()) {
+                checks.push(Check {
+                    contender: c.as_str().to_owned(),
+                    against: baseline.as_str().to_owned(),
+                    floor,
+                });
+            }
+        }
+    }
+    let names: Vec<&str> = contenders.iter().map(|c| c.as_str()).collect();
+    checks.extend(crate::targets::wanted(&names));
+    checks
+}
+
 /// Fill in every result's fraction of `ceiling` and, with a baseline, its
-/// ratio to it paired by round (and, for concord strategies, the verdict).
-fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args) {
+/// ratio to it paired by round (and, for concord strategies, the verdict
+/// `tracker` came to).
+fn compare(
+    results: &mut [StrategyResult],
+    contenders: &[Contender],
+    args: &Args,
+    tracker: &Tracker,
+) {
     let find = |c: Contender| contenders.iter().position(|x| *x == c);
     let ceiling = find(Contender::Ceiling).map(|i| results[i].writes_per_s);
     let baseline = args.baseline();
@@ -202,17 +330,21 @@ fn compare(results: &mut [StrategyResult], contenders: &[Contender], args: &Args
         .collect();
     for (r, c) in results.iter_mut().zip(contenders) {
         if let Some(direct) = c.direct().and_then(find) {
-            r.vs_direct = Interval::paired(&r.rounds_writes_per_s, &rounds[direct]);
+            r.vs_direct = tracker.interval(&r.rounds_writes_per_s, &rounds[direct]);
         }
         if let Some(ceiling) = ceiling.filter(|c| *c > 0.0) {
             r.fraction_of_ceiling = Some(crate::results::round(r.writes_per_s / ceiling, 3));
         }
-        if let Some(base) = &base
+        if let (Some(base), Some(b)) = (&base, baseline)
             && Some(*c) != baseline
         {
-            r.vs_baseline = Interval::paired(&r.rounds_writes_per_s, base);
-            if c.strategy().is_some() || c.manager_strategy().is_some() {
-                r.verdict = r.vs_baseline.map(|i| i.against(floor));
+            match tracker.decision(c.as_str(), b.as_str(), floor) {
+                Some(d) => {
+                    r.vs_baseline = Some(d.interval);
+                    r.verdict = Some(d.verdict);
+                    r.decided_after_rounds = d.after_rounds.map(u64::from);
+                }
+                None => r.vs_baseline = tracker.interval(&r.rounds_writes_per_s, base),
             }
         }
     }
@@ -237,7 +369,15 @@ async fn run_one(
     });
     let mut figures = match (contender.peer_mode(), &s.peer) {
         (Some(mode), Some(binary)) => {
-            peer::run(binary, &s.kubeconfig, ns, mode, s.args.writers, workload).await?
+            let job = peer::Job {
+                binary,
+                kubeconfig: &s.kubeconfig,
+                namespace: ns,
+                mode,
+                writers: s.args.writers,
+                server_pid: s.server_pid,
+            };
+            peer::run(job, workload).await?
         }
         (Some(_), _) => anyhow::bail!("{name} needs the peer binary"),
         (None, _) => match contender.manager_strategy() {
@@ -274,14 +414,14 @@ async fn ours(
         bar: bar.clone(),
     };
     let rss_reset = usage::reset_peak_rss();
-    let cpu_before = usage::cpu_ms();
+    let phase = s.phase_start();
     let run = tokio::time::timeout(
         WRITE_PHASE_TIMEOUT,
         controller::run(&workload.lanes, s.args.writers, crew),
     )
     .await
     .with_context(|| format!("{name} did not finish its writes within {WRITE_PHASE_TIMEOUT:?}"))?;
-    let cpu_ms = cpu_before.zip(usage::cpu_ms()).map(|(a, b)| b - a);
+    let costs = phase.end(s);
     let peak = usage::peak_rss_kib().filter(|_| rss_reset);
     bar.finish_and_clear();
     anyhow::ensure!(
@@ -301,8 +441,10 @@ async fn ours(
         raced: workload.raced() as u64,
         counts: sender.counts(),
         lost: 0,
-        cpu_ms,
+        cpu_ms: costs.cpu_ms,
         peak_rss_kib: peak,
+        bytes: Some(costs.bytes),
+        server_cpu_ms: costs.server_cpu_ms,
     })
 }
 
@@ -317,7 +459,7 @@ async fn through_manager(
     let bar = s.progress.bar(name, "write", workload.lanes.len() as u64);
     let foreign = Arc::new(Inline::new(s.foreign_client.clone(), ns));
     let rss_reset = usage::reset_peak_rss();
-    let cpu_before = usage::cpu_ms();
+    let phase = s.phase_start();
     let job = manager::Job {
         client: s.client.clone(),
         namespace: ns,
@@ -328,11 +470,54 @@ async fn through_manager(
         timeout: WRITE_PHASE_TIMEOUT,
     };
     let (mut figures, counts) = manager::run(job, workload).await?;
-    figures.cpu_ms = cpu_before.zip(usage::cpu_ms()).map(|(a, b)| b - a);
+    let costs = phase.end(s);
+    figures.cpu_ms = costs.cpu_ms;
+    figures.bytes = Some(costs.bytes);
+    figures.server_cpu_ms = costs.server_cpu_ms;
     figures.peak_rss_kib = usage::peak_rss_kib().filter(|_| rss_reset);
     figures.counts = counts;
     bar.finish_and_clear();
     Ok(figures)
+}
+
+/// The readings at the start of a write phase.
+struct PhaseStart {
+    cpu_ms: Option<f64>,
+    server_cpu_ms: Option<f64>,
+    bytes: Bytesum,
+}
+
+/// What a write phase of an in-process contender cost.
+struct PhaseCosts {
+    /// This process's CPU time.
+    cpu_ms: Option<f64>,
+    /// The API server process's CPU time, when it is known.
+    server_cpu_ms: Option<f64>,
+    /// Body bytes of our client.
+    bytes: Bytesum,
+}
+
+impl Setting<'_> {
+    /// Read the clocks and counters a write phase is measured by.
+    fn phase_start(&self) -> PhaseStart {
+        PhaseStart {
+            cpu_ms: usage::cpu_ms(),
+            server_cpu_ms: self.server_pid.and_then(usage::cpu_ms_of_pid),
+            bytes: self.wire.now(),
+        }
+    }
+}
+
+impl PhaseStart {
+    /// What happened since the start.
+    fn end(self, s: &Setting<'_>) -> PhaseCosts {
+        let server_now = s.server_pid.and_then(usage::cpu_ms_of_pid);
+        PhaseCosts {
+            cpu_ms: self.cpu_ms.zip(usage::cpu_ms()).map(|(a, b)| b - a),
+            server_cpu_ms: self.server_cpu_ms.zip(server_now).map(|(a, b)| b - a),
+            bytes: s.wire.now().since(self.bytes),
+        }
+    }
 }
 
 /// A client of its own for the kubeconfig at `path`.

@@ -3,14 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Two-sided 95% critical values of Student's t for 1 to 30 degrees of
-/// freedom; beyond 30 the normal 1.96 is used.
-const T_95: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
 /// A ratio of two contenders' writes/s with its 95% confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,8 +47,15 @@ impl Interval {
     /// ratios make `a/b` and `b/a` symmetric and keep the bounds positive.
     /// `None` when the slices differ in length, are empty or hold a value
     /// that is not positive.
-    // ANCHOR: paired
     pub fn paired(contender: &[f64], baseline: &[f64]) -> Option<Interval> {
+        let df = contender.len().saturating_sub(1).max(1) as u32;
+        Interval::paired_with(contender, baseline, t_quantile(0.05, df))
+    }
+
+    /// [`Interval::paired`] with the critical value `t` of the wanted
+    /// level (for `n` rounds, Student's t with `n - 1` degrees of freedom).
+    // ANCHOR: paired
+    pub fn paired_with(contender: &[f64], baseline: &[f64], t: f64) -> Option<Interval> {
         if contender.len() != baseline.len() || contender.is_empty() {
             return None;
         }
@@ -77,7 +76,6 @@ impl Interval {
             });
         }
         let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        let t = T_95.get(n - 2).copied().unwrap_or(1.96);
         let half = t * (var / n as f64).sqrt();
         Some(Interval {
             ratio: mean.exp(),
@@ -102,6 +100,54 @@ impl Interval {
     // ANCHOR_END: against
 }
 
+/// The two-sided critical value of Student's t with `df` degrees of
+/// freedom at error rate `alpha`: the `t` with `P(|T| > t) = alpha`.
+/// Found by bisection on the exact distribution function for whole
+/// degrees of freedom (Abramowitz and Stegun 26.7.3 and 26.7.4).
+pub fn t_quantile(alpha: f64, df: u32) -> f64 {
+    let (mut lo, mut hi) = (0.0_f64, 1.0e7_f64);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if 1.0 - t_within(mid, df) > alpha {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// `P(|T| < t)` for Student's t with `df` (at least 1) degrees of freedom.
+fn t_within(t: f64, df: u32) -> f64 {
+    let df = df.max(1);
+    let theta = (t / f64::from(df).sqrt()).atan();
+    let (s, c) = theta.sin_cos();
+    let c2 = c * c;
+    if df % 2 == 1 {
+        // (2/pi) (theta + s (c + 2/3 c^3 + 2*4/(3*5) c^5 + ... up to c^(df-2)))
+        let mut term = c;
+        let mut sum = 0.0;
+        let mut k = 1;
+        while 2 * k < df + 1 && df > 1 {
+            sum += term;
+            term *= c2 * f64::from(2 * k) / f64::from(2 * k + 1);
+            k += 1;
+        }
+        std::f64::consts::FRAC_2_PI * (theta + s * sum)
+    } else {
+        // s (1 + 1/2 c^2 + 1*3/(2*4) c^4 + ... up to c^(df-2))
+        let mut term = 1.0;
+        let mut sum = 0.0;
+        let mut k = 1;
+        while 2 * k <= df {
+            sum += term;
+            term *= c2 * f64::from(2 * k - 1) / f64::from(2 * k);
+            k += 1;
+        }
+        s * sum
+    }
+}
+
 /// The median of `values` (the mean of the middle two for an even count).
 pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
@@ -120,6 +166,35 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-3
+    }
+
+    #[test]
+    fn t_quantiles_match_the_printed_table() {
+        // Two-sided 95% critical values for 1 to 10 and 30 degrees of freedom.
+        let table = [
+            (1, 12.706),
+            (2, 4.303),
+            (3, 3.182),
+            (4, 2.776),
+            (5, 2.571),
+            (6, 2.447),
+            (7, 2.365),
+            (8, 2.306),
+            (9, 2.262),
+            (10, 2.228),
+            (30, 2.042),
+        ];
+        for (df, t) in table {
+            assert!((t_quantile(0.05, df) - t).abs() < 1e-3, "df {df}");
+        }
+        // 99% for 4 degrees of freedom, and a Bonferroni share of 5% over 18.
+        assert!((t_quantile(0.01, 4) - 4.604).abs() < 1e-3);
+        assert!(t_quantile(0.05 / 18.0, 10) > t_quantile(0.01, 10));
+        eprintln!(
+            "19 degrees of freedom: t {:.3} at 5%, {:.3} at 5%/18",
+            t_quantile(0.05, 19),
+            t_quantile(0.05 / 18.0, 19)
+        );
     }
 
     #[test]

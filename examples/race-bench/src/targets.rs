@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::sequential::{Check, Tracker};
 use crate::stats::{Interval, Verdict};
 use crate::{Report, StrategyResult};
 
@@ -40,26 +41,39 @@ pub struct TargetCheck {
     pub interval: Interval,
     /// What the interval says about `floor`.
     pub verdict: Verdict,
+    /// The round count after which it was decided; `None` while undecided.
+    #[serde(default)]
+    pub decided_after_rounds: Option<u64>,
 }
 
-/// The targets whose two contenders both ran, in [`TARGETS`]' order.
-pub(crate) fn checks(results: &[StrategyResult]) -> Vec<TargetCheck> {
-    let rounds = |name: &str| {
-        results
-            .iter()
-            .find(|r| r.strategy == name)
-            .map(|r| r.rounds_writes_per_s.as_slice())
-    };
+/// The targets whose two contenders both ran, as checks to decide.
+pub(crate) fn wanted(contenders: &[&str]) -> Vec<Check> {
     TARGETS
         .iter()
-        .filter_map(|&(contender, against, floor)| {
-            let interval = Interval::paired(rounds(contender)?, rounds(against)?)?;
+        .filter(|(c, a, _)| contenders.contains(c) && contenders.contains(a))
+        .map(|&(contender, against, floor)| Check {
+            contender: contender.into(),
+            against: against.into(),
+            floor,
+        })
+        .collect()
+}
+
+/// The targets whose two contenders both ran, in [`TARGETS`]' order, as
+/// `tracker` decided them.
+pub(crate) fn checks(results: &[StrategyResult], tracker: &Tracker) -> Vec<TargetCheck> {
+    let names: Vec<&str> = results.iter().map(|r| r.strategy.as_str()).collect();
+    wanted(&names)
+        .into_iter()
+        .filter_map(|check| {
+            let d = tracker.decision(&check.contender, &check.against, check.floor)?;
             Some(TargetCheck {
-                contender: contender.into(),
-                against: against.into(),
-                floor,
-                interval,
-                verdict: interval.against(floor),
+                contender: check.contender,
+                against: check.against,
+                floor: check.floor,
+                interval: d.interval,
+                verdict: d.verdict,
+                decided_after_rounds: d.after_rounds.map(u64::from),
             })
         })
         .collect()
@@ -76,14 +90,18 @@ pub(crate) fn markdown(report: &Report) -> String {
         }
         let i = t.interval;
         out.push_str(&format!(
-            "- {} / {}: {:.3}x [{:.3}, {:.3}] vs floor {:.2}: {}\n",
+            "- {} / {}: {:.3}x [{:.3}, {:.3}] vs floor {:.2}: {}{}\n",
             t.contender,
             t.against,
             i.ratio,
             i.lo,
             i.hi,
             t.floor,
-            t.verdict.as_str()
+            t.verdict.as_str(),
+            match t.decided_after_rounds {
+                Some(n) => format!(" after {n} rounds"),
+                None => format!(" after {} rounds", i.rounds),
+            }
         ));
     }
     out
@@ -100,7 +118,16 @@ mod tests {
         strict.rounds_writes_per_s = vec![100.0, 102.0, 98.0];
         let mut raw = result("raw", 100.0, 0);
         raw.rounds_writes_per_s = vec![100.0, 101.0, 99.0];
-        let checks = checks(&[strict.clone(), raw]);
+        let results = [strict.clone(), raw];
+        let names: Vec<&str> = results.iter().map(|r| r.strategy.as_str()).collect();
+        let mut tracker = Tracker::new(crate::Stopping::Fixed(3), wanted(&names));
+        tracker.look(3, |name| {
+            results
+                .iter()
+                .find(|r| r.strategy == name)
+                .map(|r| r.rounds_writes_per_s.as_slice())
+        });
+        let checks = checks(&results, &tracker);
         assert_eq!(checks.len(), 1, "{checks:?}");
         assert_eq!(
             (checks[0].contender.as_str(), checks[0].against.as_str()),
@@ -108,7 +135,8 @@ mod tests {
         );
         assert!(checks[0].interval.lo < 1.0 && checks[0].interval.hi > 1.0);
         assert_eq!(checks[0].verdict, Verdict::Undecided);
-        assert!(super::checks(&[strict]).is_empty());
+        assert_eq!(checks[0].decided_after_rounds, None);
+        assert!(wanted(&["strict"]).is_empty());
     }
 
     #[test]
@@ -125,10 +153,13 @@ mod tests {
                 rounds: 5,
             },
             verdict: Verdict::Missed,
+            decided_after_rounds: Some(5),
         }];
         let text = markdown(&r);
         assert!(
-            text.contains("- strict / ceiling: 0.700x [0.660, 0.800] vs floor 0.90: missed"),
+            text.contains(
+                "- strict / ceiling: 0.700x [0.660, 0.800] vs floor 0.90: missed after 5 rounds"
+            ),
             "{text}"
         );
     }

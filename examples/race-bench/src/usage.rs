@@ -28,6 +28,14 @@ pub(crate) fn cpu_ms() -> Option<f64> {
     cpu_ms_of(&stat)
 }
 
+/// CPU time process `pid` has used so far (user plus system, its own
+/// threads, not its children), in milliseconds; `None` when its
+/// `/proc/<pid>/stat` cannot be read.
+pub(crate) fn cpu_ms_of_pid(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    cpu_ms_of(&stat)
+}
+
 /// Fields 14 and 15 (`utime`, `stime`) of a `/proc/<pid>/stat` line, in
 /// milliseconds. The command name (field 2) may hold spaces, so fields are
 /// counted after its closing parenthesis.

@@ -27,7 +27,7 @@ pub struct TestEnv {
     kubeconfig: PathBuf,
     // Kept so the process lives as long as the test binary; never dropped,
     // the control plane exits when this process's end closes its stdin.
-    _control_plane: Option<ControlPlane>,
+    control_plane: Option<ControlPlane>,
 }
 
 static SHARED: OnceLock<Result<TestEnv, String>> = OnceLock::new();
@@ -56,7 +56,7 @@ impl TestEnv {
             return Ok(TestEnv {
                 config,
                 kubeconfig,
-                _control_plane: None,
+                control_plane: None,
             });
         }
         let control_plane = ControlPlane::start(ControlPlaneOptions::default())?;
@@ -65,7 +65,7 @@ impl TestEnv {
         Ok(TestEnv {
             config,
             kubeconfig,
-            _control_plane: Some(control_plane),
+            control_plane: Some(control_plane),
         })
     }
 
@@ -82,6 +82,13 @@ impl TestEnv {
     /// The admin client configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The process id of the control plane this environment started
+    /// (kube-apiserver and etcd run in it), for tests that read its CPU or
+    /// memory; `None` on a cluster named by [`KUBECONFIG_ENV`].
+    pub fn control_plane_pid(&self) -> Option<u32> {
+        self.control_plane.as_ref().map(ControlPlane::pid)
     }
 
     /// The admin kubeconfig file, for programs a test starts.
