@@ -64,7 +64,6 @@ fn value(map: &ConfigMap) -> Option<&str> {
     map.data.as_ref()?.get("value").map(String::as_str)
 }
 
-
 #[tokio::test]
 async fn creating_an_existing_object_is_a_clear_error_and_changes_nothing() -> Result<()> {
     let env = TestEnv::shared()?;
@@ -104,7 +103,11 @@ async fn creating_an_existing_object_is_a_clear_error_and_changes_nothing() -> R
     );
 
     let text = metrics.render();
-    assert_eq!(config_map_write_requests(&text, "strict", "create"), 3, "{text}");
+    assert_eq!(
+        config_map_write_requests(&text, "strict", "create"),
+        3,
+        "{text}"
+    );
     assert!(
         text.lines().any(|l| l.starts_with("concord_write_total{")
             && l.contains("resource=\"configmaps\"")
@@ -310,8 +313,14 @@ async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
         .await
     );
     let text = metrics.render();
-    assert!(config_map_write_requests(&text, "strict", "create") >= 1, "{text}");
-    assert!(config_map_write_requests(&text, "strict", "delete") >= 1, "{text}");
+    assert!(
+        config_map_write_requests(&text, "strict", "create") >= 1,
+        "{text}"
+    );
+    assert!(
+        config_map_write_requests(&text, "strict", "delete") >= 1,
+        "{text}"
+    );
     stop.shutdown();
     running.await??;
     Ok(())

@@ -167,7 +167,6 @@ async fn metrics_after_run(config: PathBuf) -> Result<String> {
     Ok(metrics.render())
 }
 
-
 /// `apply` cannot serve arbitrary closures (`other`), so it is named per
 /// operation rather than as the resource's default.
 const APPLY_CONFIG: &str = "

@@ -190,7 +190,9 @@ impl Configuration for ValidatingWebhookConfiguration {
     const KIND: &'static str = "ValidatingWebhookConfiguration";
     fn bundles(&self) -> Vec<(String, Option<ByteString>)> {
         let hooks = self.webhooks.iter().flatten();
-        hooks.map(|w| (w.name.clone(), w.client_config.ca_bundle.clone())).collect()
+        hooks
+            .map(|w| (w.name.clone(), w.client_config.ca_bundle.clone()))
+            .collect()
     }
     fn set_bundle(&mut self, names: &[String], pem: &ByteString) {
         let hooks = self.webhooks.iter_mut().flatten();
@@ -204,7 +206,9 @@ impl Configuration for MutatingWebhookConfiguration {
     const KIND: &'static str = "MutatingWebhookConfiguration";
     fn bundles(&self) -> Vec<(String, Option<ByteString>)> {
         let hooks = self.webhooks.iter().flatten();
-        hooks.map(|w| (w.name.clone(), w.client_config.ca_bundle.clone())).collect()
+        hooks
+            .map(|w| (w.name.clone(), w.client_config.ca_bundle.clone()))
+            .collect()
     }
     fn set_bundle(&mut self, names: &[String], pem: &ByteString) {
         let hooks = self.webhooks.iter_mut().flatten();
