@@ -55,7 +55,7 @@ func (r *reconciler) Reconcile(_ context.Context, req reconcile.Request) (reconc
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
+	kubeconfig := flag.String("cluster-kubeconfig", "", "kubeconfig of the cluster")
 	namespace := flag.String("namespace", "", "namespace whose ConfigMaps are reconciled")
 	work := flag.Duration("work", 10*time.Millisecond, "how long each reconcile takes")
 	concurrency := flag.Int("concurrency", 16, "MaxConcurrentReconciles")

@@ -5,8 +5,9 @@
 //!   the cache synced ([`Lane::Changed`]) is taken before one a list or a
 //!   relist delivered ([`Lane::Listed`]), so a new object is not queued
 //!   behind an initial list of thousands.
-//! - **Aging.** The listed lane is taken next once it has been passed over
-//!   [`Fairness::max_passes`] times in a row or for [`Fairness::max_wait`],
+//! - **Aging.** The listed lane is taken next once changed objects have
+//!   been taken ahead of it [`Fairness::max_passes`] times in a row or for
+//!   [`Fairness::max_wait`],
 //!   so a steady stream of changes cannot starve it (the starvation
 //!   controller-runtime's priority queue users hit,
 //!   kubernetes-sigs/controller-runtime#3496).
@@ -100,10 +101,11 @@ struct State<K> {
     /// Announced while running: queued when done, in the lane held here.
     parked: HashMap<Key, (Arc<K>, Lane)>,
     next_ticket: u64,
-    /// Changed objects taken since the listed lane was last served.
+    /// Changed objects taken in a row while listed ones waited.
     passes: u32,
-    /// When the listed lane was last served (or last became non-empty).
-    listed_served: Instant,
+    /// The first of those takes: since when the listed lane is passed
+    /// over (a wait for a free slot passes nothing over).
+    passed_since: Option<Instant>,
     waker: Option<Waker>,
     /// The receiver was dropped: announcements go nowhere.
     closed: bool,
@@ -129,8 +131,8 @@ impl<K> State<K> {
     /// Queues `object` under `key` at the back of `lane`.
     fn push(&mut self, key: Key, object: Arc<K>, lane: Lane) {
         if lane == Lane::Listed && self.listed_is_empty() {
-            self.listed_served = Instant::now();
             self.passes = 0;
+            self.passed_since = None;
         }
         let ticket = self.next_ticket;
         self.next_ticket += 1;
@@ -176,16 +178,19 @@ impl<K> State<K> {
         let listed_waits = !self.listed_is_empty();
         let aged = listed_waits
             && (self.passes >= self.fairness.max_passes
-                || self.listed_served.elapsed() >= self.fairness.max_wait);
+                || self
+                    .passed_since
+                    .is_some_and(|since| since.elapsed() >= self.fairness.max_wait));
         if !aged && let Some(next) = self.pop(Lane::Changed) {
             if listed_waits {
                 self.passes = self.passes.saturating_add(1);
+                self.passed_since.get_or_insert_with(Instant::now);
             }
             return Some(next);
         }
         let next = self.pop(Lane::Listed)?;
         self.passes = 0;
-        self.listed_served = Instant::now();
+        self.passed_since = None;
         Some(next)
     }
 }
@@ -231,7 +236,7 @@ pub(crate) fn queue<K>(
             parked: HashMap::new(),
             next_ticket: 0,
             passes: 0,
-            listed_served: Instant::now(),
+            passed_since: None,
             waker: None,
             closed: false,
         }),

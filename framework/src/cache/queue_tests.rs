@@ -196,3 +196,26 @@ fn an_announcement_and_a_freed_slot_wake_a_waiting_controller() {
         assert_eq!(second.as_deref(), Some("later"));
     });
 }
+
+#[test]
+fn waiting_for_a_free_slot_does_not_age_the_listed_lane() {
+    let fairness = Fairness {
+        slots: 1,
+        max_passes: u32::MAX,
+        max_wait: Duration::from_millis(20),
+    };
+    let (announcer, mut announced) = queue(None, fairness);
+    let slots = announced.slots();
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(next(&mut announced).as_deref(), Some("l1@1"));
+    std::thread::sleep(Duration::from_millis(30));
+    announcer.announce(None, config_map("new", "1"), Changed);
+    slots.done(Some("default"), "l1");
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("new@1"),
+        "nothing was passed over while the slot was busy"
+    );
+}
