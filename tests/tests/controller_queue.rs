@@ -110,6 +110,7 @@ async fn a_new_object_overtakes_the_initial_list_and_the_list_still_drains_once(
     let fast_log = Log::default();
     let (open, opened) = watch::channel(false);
     let mut manager = manager(env.client()?).await;
+    // ANCHOR: concurrency
     manager
         .controller(
             "slow-maps",
@@ -121,6 +122,7 @@ async fn a_new_object_overtakes_the_initial_list_and_the_list_still_drains_once(
         )
         .with_concurrency(SLOTS)
         .add()?;
+    // ANCHOR_END: concurrency
     // Same type and selection: the same shared watch, so once this one
     // has seen an object, the slow controller's queue holds it too.
     manager.add_controller("fast-maps", maps.clone(), Fast(fast_log.clone()), |c| c);

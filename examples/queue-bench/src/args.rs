@@ -26,6 +26,7 @@ impl ContenderName {
     }
 }
 
+// ANCHOR: args
 /// The benchmark's flags.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
@@ -67,3 +68,4 @@ pub struct Args {
     #[arg(long)]
     pub table: Option<PathBuf>,
 }
+// ANCHOR_END: args

@@ -144,7 +144,10 @@ fn peer_process(
     sender: mpsc::UnboundedSender<First>,
 ) -> anyhow::Result<Stop> {
     let mut child = tokio::process::Command::new(setup.peer)
-        .arg(format!("-cluster-kubeconfig={}", setup.kubeconfig.display()))
+        .arg(format!(
+            "-cluster-kubeconfig={}",
+            setup.kubeconfig.display()
+        ))
         .arg(format!("-namespace={}", setup.namespace))
         .arg(format!("-work={}ms", setup.work.as_millis()))
         .arg(format!("-concurrency={}", setup.concurrency))
