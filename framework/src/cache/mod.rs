@@ -24,7 +24,7 @@ mod trim;
 
 pub(crate) use copies::CachedCopies;
 use copies::Lookup;
-pub(crate) use queue::Announced;
+pub(crate) use queue::{Announced, Fairness, Slots};
 pub(crate) use selection::Selection;
 pub(crate) use sizes::CacheSizes;
 use store::Synced;
@@ -48,7 +48,7 @@ use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
 
-use self::queue::{Announcer, queue};
+use self::queue::{Announcer, Lane, queue};
 use crate::task::Task;
 use crate::{Object, Predicate};
 
@@ -147,9 +147,14 @@ impl<K: Object> SharedCache<K> {
     /// A stream of the objects the watch applies, for one subscriber
     /// (subscribed before the manager starts the watch, so it sees every
     /// object from the first list on).
-    /// Only objects `predicate` passes are queued.
-    pub(crate) fn subscribe(&self, predicate: Option<Predicate<K>>) -> Announced<K> {
-        let (announcer, announced) = queue(predicate);
+    /// Only objects `predicate` passes are queued; `fairness` says how
+    /// many are handed out at once and how the lanes share them.
+    pub(crate) fn subscribe(
+        &self,
+        predicate: Option<Predicate<K>>,
+        fairness: Fairness,
+    ) -> Announced<K> {
+        let (announcer, announced) = queue(predicate, fairness);
         lock(&self.subscribers).push(announcer);
         announced
     }
@@ -223,8 +228,11 @@ impl<K: Object> SharedCache<K> {
             };
             writer.apply_watcher_event(&event);
             match event {
-                watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
-                    self.announce(old.as_deref(), object);
+                watcher::Event::Apply(object) => {
+                    self.announce(old.as_deref(), object, Lane::Changed);
+                }
+                watcher::Event::InitApply(object) => {
+                    self.announce(old.as_deref(), object, Lane::Listed);
                 }
                 // `reflect` has applied the list to the store.
                 watcher::Event::InitDone => self.mark_synced(),
@@ -239,13 +247,17 @@ impl<K: Object> SharedCache<K> {
                 }
             }
             watcher::Event::InitApply(object) | watcher::Event::Apply(object) => {
+                let lane = match relists.listing.get(i) {
+                    Some(Some(_)) => Lane::Listed,
+                    _ => Lane::Changed,
+                };
                 let key = ObjectRef::from_obj(&object);
                 if let Some(Some(listed)) = relists.listing.get_mut(i) {
                     listed.insert(key.clone());
                 }
                 let old = self.reader.get(&key);
                 writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
-                self.announce(old.as_deref(), object);
+                self.announce(old.as_deref(), object, lane);
             }
             watcher::Event::Delete(object) => {
                 writer.apply_watcher_event(&watcher::Event::Delete(object));
@@ -282,11 +294,11 @@ impl<K: Object> SharedCache<K> {
         }
     }
 
-    /// Hands `object` (which replaced `old`) to every subscriber: the
+    /// Hands `object` (which replaced `old`) to every subscriber's `lane`: the
     /// store's own copy, so that a queued announcement costs no second
     /// copy. During a (re)list the store may still hold the old state: the
     /// event's copy goes instead.
-    fn announce(&self, old: Option<&K>, object: K) {
+    fn announce(&self, old: Option<&K>, object: K, lane: Lane) {
         let object = self
             .reader
             .get(&ObjectRef::from_obj(&object))
@@ -296,7 +308,7 @@ impl<K: Object> SharedCache<K> {
             })
             .unwrap_or_else(|| Arc::new(object));
         // A stopped subscriber has dropped its queue.
-        lock(&self.subscribers).retain(|s| s.announce(old, object.clone()));
+        lock(&self.subscribers).retain(|s| s.announce(old, object.clone(), lane));
     }
 
     /// Whether the store holds `namespace`/`name`.

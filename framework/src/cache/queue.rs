@@ -1,17 +1,38 @@
-//! A subscriber's queue of announced objects, coalesced by object: however
-//! many times an object changes before its controller takes it, the queue
-//! holds it once, as its newest copy, in the place it was first announced.
+//! A subscriber's queue of announced objects: two lanes, coalesced by
+//! object, handed to the controller only when it has a free slot.
 //!
-//! Its length is therefore bounded by the number of distinct objects, not
-//! by the number of watch events (controller-runtime's work queue keeps the
-//! same bound for keys). Nothing is lost: the controller is always handed
+//! - **Lanes.** An object the watch delivers as created or changed after
+//!   the cache synced ([`Lane::Changed`]) is taken before one a list or a
+//!   relist delivered ([`Lane::Listed`]), so a new object is not queued
+//!   behind an initial list of thousands.
+//! - **Aging.** The listed lane is taken next once changed objects have
+//!   been taken ahead of it [`Fairness::max_passes`] times in a row or for
+//!   [`Fairness::max_wait`],
+//!   so a steady stream of changes cannot starve it (the starvation
+//!   controller-runtime's priority queue users hit,
+//!   kubernetes-sigs/controller-runtime#3496).
+//! - **Coalescing.** However many times an object changes before its
+//!   controller takes it, the queue holds it once, as its newest copy, in
+//!   the place it was first announced (promoted to the changed lane if a
+//!   change follows a listing). An object announced while it is being
+//!   reconciled is held aside and queued when that reconcile ends: it runs
+//!   once more after, never twice at once and never twice more.
+//! - **Slots.** At most [`Fairness::slots`] objects are out of the queue at
+//!   once (taken and not yet [`Slots::done`]). kube-runtime's scheduler
+//!   reads its input stream eagerly, into a set it takes from in hash
+//!   order; a queue it could drain would order nothing. Handing out an
+//!   object only for a free slot keeps the order here.
+//!
+//! Its length is bounded by the number of distinct objects, not by the
+//! number of watch events. Nothing is lost: the controller is always handed
 //! the newest copy the watch delivered, and reconciles from the store,
 //! which holds the same or newer.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use kube::{Resource, ResourceExt};
@@ -21,12 +42,157 @@ use crate::Predicate;
 /// Namespace and name.
 type Key = (Option<String>, String);
 
+/// How an object came to be announced, which decides its lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Lane {
+    /// Delivered by a list or relist (watcher `InitApply`): taken after
+    /// changed objects, subject to aging.
+    Listed,
+    /// Created or changed after the cache synced (watcher `Apply`).
+    Changed,
+}
+
+/// How the queue shares the controller's slots between its lanes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fairness {
+    /// Objects out of the queue at once; 0 for no limit.
+    pub(crate) slots: usize,
+    /// Changed objects taken in a row while listed ones wait, before a
+    /// listed one is taken.
+    pub(crate) max_passes: u32,
+    /// How long the listed lane may wait unserved while changed objects are
+    /// taken.
+    pub(crate) max_wait: Duration,
+}
+
+impl Fairness {
+    /// Listed objects get at least one take in 8 while changes flood in.
+    pub(crate) const MAX_PASSES: u32 = 8;
+    /// And at least one take every 2 s.
+    pub(crate) const MAX_WAIT: Duration = Duration::from_secs(2);
+
+    /// `slots` at once, with the default aging bounds.
+    pub(crate) fn with_slots(slots: usize) -> Self {
+        Fairness {
+            slots,
+            max_passes: Self::MAX_PASSES,
+            max_wait: Self::MAX_WAIT,
+        }
+    }
+}
+
+struct Waiting<K> {
+    object: Arc<K>,
+    lane: Lane,
+    /// Which push of this key into a lane is current; older entries of
+    /// the key in a lane are skipped when they come up.
+    ticket: u64,
+}
+
 struct State<K> {
-    order: VecDeque<Key>,
-    newest: HashMap<Key, Arc<K>>,
+    fairness: Fairness,
+    changed: VecDeque<(Key, u64)>,
+    listed: VecDeque<(Key, u64)>,
+    waiting: HashMap<Key, Waiting<K>>,
+    /// How many of `waiting` are in the listed lane.
+    listed_len: usize,
+    /// Taken and not yet done.
+    running: HashSet<Key>,
+    /// Announced while running: queued when done, in the lane held here.
+    parked: HashMap<Key, (Arc<K>, Lane)>,
+    next_ticket: u64,
+    /// Changed objects taken in a row while listed ones waited.
+    passes: u32,
+    /// The first of those takes: since when the listed lane is passed
+    /// over (a wait for a free slot passes nothing over).
+    passed_since: Option<Instant>,
     waker: Option<Waker>,
     /// The receiver was dropped: announcements go nowhere.
     closed: bool,
+}
+
+impl<K> State<K> {
+    fn wake(&mut self) {
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+
+    fn listed_is_empty(&self) -> bool {
+        self.listed_len == 0
+    }
+
+    fn is_current(&self, key: &Key, ticket: u64, lane: Lane) -> bool {
+        self.waiting
+            .get(key)
+            .is_some_and(|w| w.ticket == ticket && w.lane == lane)
+    }
+
+    /// Queues `object` under `key` at the back of `lane`.
+    fn push(&mut self, key: Key, object: Arc<K>, lane: Lane) {
+        if lane == Lane::Listed && self.listed_is_empty() {
+            self.passes = 0;
+            self.passed_since = None;
+        }
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        match lane {
+            Lane::Changed => self.changed.push_back((key.clone(), ticket)),
+            Lane::Listed => self.listed.push_back((key.clone(), ticket)),
+        }
+        let replaced = self.waiting.insert(
+            key,
+            Waiting {
+                object,
+                lane,
+                ticket,
+            },
+        );
+        if replaced.is_some_and(|w| w.lane == Lane::Listed) {
+            self.listed_len -= 1;
+        }
+        if lane == Lane::Listed {
+            self.listed_len += 1;
+        }
+    }
+
+    /// The head of `lane`, removed from the queue.
+    fn pop(&mut self, lane: Lane) -> Option<(Key, Arc<K>)> {
+        loop {
+            let (key, ticket) = match lane {
+                Lane::Changed => self.changed.pop_front()?,
+                Lane::Listed => self.listed.pop_front()?,
+            };
+            if self.is_current(&key, ticket, lane) {
+                let waiting = self.waiting.remove(&key)?;
+                if lane == Lane::Listed {
+                    self.listed_len -= 1;
+                }
+                return Some((key, waiting.object));
+            }
+        }
+    }
+
+    /// The next object by lane and aging.
+    fn take(&mut self) -> Option<(Key, Arc<K>)> {
+        let listed_waits = !self.listed_is_empty();
+        let aged = listed_waits
+            && (self.passes >= self.fairness.max_passes
+                || self
+                    .passed_since
+                    .is_some_and(|since| since.elapsed() >= self.fairness.max_wait));
+        if !aged && let Some(next) = self.pop(Lane::Changed) {
+            if listed_waits {
+                self.passes = self.passes.saturating_add(1);
+                self.passed_since.get_or_insert_with(Instant::now);
+            }
+            return Some(next);
+        }
+        let next = self.pop(Lane::Listed)?;
+        self.passes = 0;
+        self.passed_since = None;
+        Some(next)
+    }
 }
 
 struct Shared<K> {
@@ -46,16 +212,31 @@ pub(crate) struct Announcer<K> {
 }
 
 /// The controller's end: a stream of the newest copy of each announced
-/// object.
+/// object, one per free slot.
 pub(crate) struct Announced<K>(Arc<Shared<K>>);
 
+/// The controller's report that it finished with an object it took,
+/// freeing its slot.
+pub(crate) struct Slots<K>(Arc<Shared<K>>);
+
 /// A new, empty queue taking what `predicate` passes (everything when
-/// `None`).
-pub(crate) fn queue<K>(predicate: Option<Predicate<K>>) -> (Announcer<K>, Announced<K>) {
+/// `None`), sharing `fairness.slots` between its lanes.
+pub(crate) fn queue<K>(
+    predicate: Option<Predicate<K>>,
+    fairness: Fairness,
+) -> (Announcer<K>, Announced<K>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
-            order: VecDeque::new(),
-            newest: HashMap::new(),
+            fairness,
+            changed: VecDeque::new(),
+            listed: VecDeque::new(),
+            waiting: HashMap::new(),
+            listed_len: 0,
+            running: HashSet::new(),
+            parked: HashMap::new(),
+            next_ticket: 0,
+            passes: 0,
+            passed_since: None,
             waker: None,
             closed: false,
         }),
@@ -70,11 +251,12 @@ pub(crate) fn queue<K>(predicate: Option<Predicate<K>>) -> (Announcer<K>, Announ
 }
 
 impl<K: Resource + 'static> Announcer<K> {
-    /// Announces `object` (which replaced `old` in the cache), replacing a
-    /// copy of it still waiting; an object the predicate refuses is not
+    /// Announces `object` (which replaced `old` in the cache) in `lane`,
+    /// replacing a copy of it still waiting (and moving it to the changed
+    /// lane if that is `lane`); an object the predicate refuses is not
     /// queued (but a copy already waiting is refreshed). `false` once the
     /// controller has stopped.
-    pub(crate) fn announce(&self, old: Option<&K>, object: Arc<K>) -> bool {
+    pub(crate) fn announce(&self, old: Option<&K>, object: Arc<K>, lane: Lane) -> bool {
         let passes = self
             .predicate
             .as_ref()
@@ -84,22 +266,56 @@ impl<K: Resource + 'static> Announcer<K> {
             return false;
         }
         let key = (object.namespace(), object.name_any());
-        if let Some(waiting) = state.newest.get_mut(&key) {
-            *waiting = object;
-        } else if passes {
-            state.order.push_back(key.clone());
-            state.newest.insert(key, object);
+        if let Some(parked) = state.parked.get_mut(&key) {
+            parked.0 = object;
+            parked.1 = parked.1.max(lane);
+            return true;
         }
-        if let Some(waker) = state.waker.take() {
-            waker.wake();
+        if state.running.contains(&key) {
+            if passes {
+                state.parked.insert(key, (object, lane));
+            }
+            return true;
         }
+        match state.waiting.get_mut(&key) {
+            Some(waiting) if waiting.lane >= lane => waiting.object = object,
+            Some(_) => state.push(key, object, lane),
+            None if passes => state.push(key, object, lane),
+            None => return true,
+        }
+        state.wake();
         true
     }
 
-    /// How many objects wait to be taken.
+    /// How many objects wait to be taken (parked ones included).
     #[cfg(test)]
     pub(crate) fn waiting(&self) -> usize {
-        self.shared.lock().order.len()
+        let state = self.shared.lock();
+        state.waiting.len() + state.parked.len()
+    }
+}
+
+impl<K> Announced<K> {
+    /// The handle through which the controller frees its slots.
+    pub(crate) fn slots(&self) -> Slots<K> {
+        Slots(self.0.clone())
+    }
+}
+
+impl<K> Slots<K> {
+    /// The controller finished with `namespace`/`name`: its slot is free,
+    /// and a copy announced meanwhile is queued. Nothing for an object it
+    /// did not take from the queue (a requeue it scheduled itself).
+    pub(crate) fn done(&self, namespace: Option<&str>, name: &str) {
+        let key = (namespace.map(str::to_owned), name.to_owned());
+        let mut state = self.0.lock();
+        if !state.running.remove(&key) {
+            return;
+        }
+        if let Some((object, lane)) = state.parked.remove(&key) {
+            state.push(key, object, lane);
+        }
+        state.wake();
     }
 }
 
@@ -108,10 +324,12 @@ impl<K> Stream for Announced<K> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<K>>> {
         let mut state = self.0.lock();
-        while let Some(key) = state.order.pop_front() {
-            if let Some(object) = state.newest.remove(&key) {
-                return Poll::Ready(Some(object));
+        let full = state.fairness.slots > 0 && state.running.len() >= state.fairness.slots;
+        if !full && let Some((key, object)) = state.take() {
+            if state.fairness.slots > 0 {
+                state.running.insert(key);
             }
+            return Poll::Ready(Some(object));
         }
         state.waker = Some(cx.waker().clone());
         Poll::Pending
@@ -122,84 +340,14 @@ impl<K> Drop for Announced<K> {
     fn drop(&mut self) {
         let mut state = self.0.lock();
         state.closed = true;
-        state.order.clear();
-        state.newest.clear();
+        state.changed.clear();
+        state.listed.clear();
+        state.waiting.clear();
+        state.listed_len = 0;
+        state.parked.clear();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use futures::{FutureExt, StreamExt};
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    fn config_map(name: &str, version: &str) -> Arc<ConfigMap> {
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some(name.into());
-        cm.metadata.namespace = Some("default".into());
-        cm.metadata.resource_version = Some(version.into());
-        Arc::new(cm)
-    }
-
-    fn next(stream: &mut Announced<ConfigMap>) -> Option<String> {
-        let object = stream.next().now_or_never()??;
-        Some(format!(
-            "{}@{}",
-            object.name_any(),
-            object.resource_version()?
-        ))
-    }
-
-    #[test]
-    fn keeps_one_newest_copy_per_object_in_first_announced_order() {
-        let (announcer, mut announced) = queue(None);
-        for version in 1..=1000 {
-            assert!(announcer.announce(None, config_map("a", &version.to_string())));
-            assert!(announcer.announce(None, config_map("b", &version.to_string())));
-        }
-        assert_eq!(announcer.waiting(), 2);
-        assert_eq!(next(&mut announced).as_deref(), Some("a@1000"));
-        announcer.announce(None, config_map("a", "1001"));
-        assert_eq!(next(&mut announced).as_deref(), Some("b@1000"));
-        assert_eq!(next(&mut announced).as_deref(), Some("a@1001"));
-        assert_eq!(next(&mut announced), None, "empty: pending");
-    }
-
-    #[test]
-    fn a_stopped_controller_refuses_announcements() {
-        let (announcer, announced) = queue(None);
-        drop(announced);
-        assert!(!announcer.announce(None, config_map("a", "1")));
-    }
-
-    #[test]
-    fn a_predicate_refuses_before_the_queue() {
-        let predicate = Predicate::new(|_: Option<&ConfigMap>, new: &ConfigMap| {
-            new.resource_version().as_deref() != Some("2")
-        });
-        let (announcer, mut announced) = queue(Some(predicate));
-        assert!(announcer.announce(None, config_map("a", "2")));
-        assert_eq!(next(&mut announced), None, "refused");
-        announcer.announce(None, config_map("a", "1"));
-        announcer.announce(None, config_map("a", "2"));
-        assert_eq!(
-            next(&mut announced).as_deref(),
-            Some("a@2"),
-            "a waiting copy is refreshed"
-        );
-    }
-
-    #[test]
-    fn an_announcement_wakes_a_waiting_controller() {
-        let (announcer, mut announced) = queue::<ConfigMap>(None);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let waiting = tokio::spawn(async move { announced.next().await.map(|o| o.name_any()) });
-            tokio::task::yield_now().await;
-            announcer.announce(None, config_map("late", "7"));
-            assert_eq!(waiting.await.unwrap().as_deref(), Some("late"));
-        });
-    }
-}
+#[path = "queue_tests.rs"]
+mod tests;

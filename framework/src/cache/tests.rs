@@ -70,7 +70,7 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
             Selection::default(),
             CacheTrim::default(),
         );
-        let mut announced = cache.subscribe(None);
+        let mut announced = cache.subscribe(None, Fairness::with_slots(0));
         let mut writer = lock(&cache.writer).take().unwrap();
         let mut relists = Relists::new(2);
         let held = |cache: &SharedCache<ConfigMap>| {

@@ -61,6 +61,7 @@ pub struct ControllerBuilder<'m, K: Object, R: Reconciler<K>> {
     predicate: Option<Predicate<K>>,
     backoff: Option<Backoff>,
     policy: Option<super::Policy<K, R::Error>>,
+    concurrency: u16,
     customize: Option<Customize<K>>,
 }
 
@@ -99,6 +100,7 @@ impl Manager {
             predicate: None,
             backoff: None,
             policy: None,
+            concurrency: crate::DEFAULT_CONCURRENCY,
             customize: None,
         }
     }
@@ -153,9 +155,20 @@ impl<K: Object, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
         self
     }
 
+    /// Reconciles at most `n` objects at once (default
+    /// [`DEFAULT_CONCURRENCY`](crate::DEFAULT_CONCURRENCY); 0 for no
+    /// limit). The controller's queue hands out an object only for a free
+    /// slot, new and changed objects first; see the book's "The queue".
+    pub fn with_concurrency(mut self, n: u16) -> Self {
+        self.concurrency = n;
+        self
+    }
+
     /// Hands the kube-runtime [`Controller`] to `customize` to add owned
-    /// and watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
-    /// limit (`.with_config(..)`).
+    /// and watched resources (`.owns(..)`, `.watches(..)`). Set the
+    /// concurrency with [`with_concurrency`](Self::with_concurrency): the
+    /// queue hands out no more objects at once than that, whatever a
+    /// `.with_config(..)` here says.
     pub fn customize(
         mut self,
         customize: impl FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
@@ -240,6 +253,7 @@ impl<K: Object, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             predicate: self.predicate,
             backoff,
             policy: self.policy,
+            concurrency: self.concurrency,
         };
         let customize = self.customize.unwrap_or_else(|| Box::new(|c| c));
         self.manager

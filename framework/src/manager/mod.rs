@@ -43,6 +43,8 @@ pub(crate) struct Parts<K, E> {
     pub(crate) predicate: Option<crate::Predicate<K>>,
     pub(crate) backoff: crate::Backoff,
     pub(crate) policy: Option<Policy<K, E>>,
+    /// Reconciles at once (0: no limit).
+    pub(crate) concurrency: u16,
 }
 
 impl<K, E> Default for Parts<K, E> {
@@ -53,6 +55,7 @@ impl<K, E> Default for Parts<K, E> {
             predicate: None,
             backoff: crate::Backoff::default(),
             policy: None,
+            concurrency: crate::DEFAULT_CONCURRENCY,
         }
     }
 }
@@ -315,7 +318,12 @@ impl Manager {
             name: name.to_owned(),
             shard,
         });
-        self.controllers
-            .push(pending(cache, shared, parts.predicate, customize));
+        self.controllers.push(pending(
+            cache,
+            shared,
+            parts.predicate,
+            parts.concurrency,
+            customize,
+        ));
     }
 }

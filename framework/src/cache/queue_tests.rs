@@ -1,0 +1,221 @@
+//! The queue's unit tests: lane order, aging, coalescing and slots.
+
+use super::*;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use Lane::{Changed, Listed};
+
+fn config_map(name: &str, version: &str) -> Arc<ConfigMap> {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.into());
+    cm.metadata.namespace = Some("default".into());
+    cm.metadata.resource_version = Some(version.into());
+    Arc::new(cm)
+}
+
+fn unlimited() -> Fairness {
+    Fairness::with_slots(0)
+}
+
+fn next(stream: &mut Announced<ConfigMap>) -> Option<String> {
+    let object = stream.next().now_or_never()??;
+    Some(format!(
+        "{}@{}",
+        object.name_any(),
+        object.resource_version()?
+    ))
+}
+
+/// Every name the queue hands out until it has nothing ready.
+fn drain(stream: &mut Announced<ConfigMap>) -> Vec<String> {
+    std::iter::from_fn(|| stream.next().now_or_never().flatten())
+        .map(|o| o.name_any())
+        .collect()
+}
+
+#[test]
+fn keeps_one_newest_copy_per_object_in_first_announced_order() {
+    let (announcer, mut announced) = queue(None, unlimited());
+    for version in 1..=1000 {
+        assert!(announcer.announce(None, config_map("a", &version.to_string()), Changed));
+        assert!(announcer.announce(None, config_map("b", &version.to_string()), Changed));
+    }
+    assert_eq!(announcer.waiting(), 2);
+    assert_eq!(next(&mut announced).as_deref(), Some("a@1000"));
+    announcer.announce(None, config_map("a", "1001"), Changed);
+    assert_eq!(next(&mut announced).as_deref(), Some("b@1000"));
+    assert_eq!(next(&mut announced).as_deref(), Some("a@1001"));
+    assert_eq!(next(&mut announced), None, "empty: pending");
+}
+
+#[test]
+fn changed_objects_are_taken_before_listed_ones() {
+    let (announcer, mut announced) = queue(None, unlimited());
+    for name in ["l1", "l2", "l3"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    announcer.announce(None, config_map("new", "1"), Changed);
+    assert_eq!(drain(&mut announced), ["new", "l1", "l2", "l3"]);
+}
+
+#[test]
+fn the_listed_lane_is_taken_after_max_passes_changed_objects() {
+    let fairness = Fairness {
+        slots: 0,
+        max_passes: 2,
+        max_wait: Duration::from_secs(3600),
+    };
+    let (announcer, mut announced) = queue(None, fairness);
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    for name in ["c1", "c2", "c3", "c4", "c5"] {
+        announcer.announce(None, config_map(name, "1"), Changed);
+    }
+    assert_eq!(
+        drain(&mut announced),
+        ["c1", "c2", "l1", "c3", "c4", "l2", "c5"]
+    );
+}
+
+#[test]
+fn the_listed_lane_is_taken_once_it_waited_max_wait() {
+    let fairness = Fairness {
+        slots: 0,
+        max_passes: u32::MAX,
+        max_wait: Duration::from_millis(20),
+    };
+    let (announcer, mut announced) = queue(None, fairness);
+    announcer.announce(None, config_map("listed", "1"), Listed);
+    for name in ["c1", "c2"] {
+        announcer.announce(None, config_map(name, "1"), Changed);
+    }
+    assert_eq!(next(&mut announced).as_deref(), Some("c1@1"));
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(
+        drain(&mut announced),
+        ["listed", "c2"],
+        "the listed object waited past the bound"
+    );
+}
+
+#[test]
+fn a_listed_object_changed_while_it_waits_moves_to_the_changed_lane() {
+    let (announcer, mut announced) = queue(None, unlimited());
+    for name in ["l1", "l2", "l3"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    announcer.announce(None, config_map("l3", "2"), Changed);
+    // A relist of a changed object keeps it in the changed lane.
+    announcer.announce(None, config_map("l3", "3"), Listed);
+    assert_eq!(announcer.waiting(), 3, "still one copy each");
+    assert_eq!(next(&mut announced).as_deref(), Some("l3@3"));
+    assert_eq!(drain(&mut announced), ["l1", "l2"]);
+}
+
+#[test]
+fn no_more_objects_are_out_than_slots() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(2));
+    let slots = announced.slots();
+    for name in ["a", "b", "c"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["a", "b"], "two slots");
+    slots.done(Some("default"), "elsewhere");
+    assert_eq!(
+        drain(&mut announced),
+        Vec::<String>::new(),
+        "not taken here"
+    );
+    slots.done(Some("default"), "a");
+    assert_eq!(drain(&mut announced), ["c"]);
+}
+
+#[test]
+fn changes_during_a_reconcile_run_it_once_more_after() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(4));
+    let slots = announced.slots();
+    announcer.announce(None, config_map("a", "1"), Listed);
+    assert_eq!(next(&mut announced).as_deref(), Some("a@1"));
+    for version in 2..=5 {
+        announcer.announce(None, config_map("a", &version.to_string()), Changed);
+    }
+    assert_eq!(next(&mut announced), None, "never twice at once");
+    assert_eq!(announcer.waiting(), 1, "held once");
+    slots.done(Some("default"), "a");
+    assert_eq!(next(&mut announced).as_deref(), Some("a@5"), "the newest");
+    slots.done(Some("default"), "a");
+    assert_eq!(next(&mut announced), None, "once, not four times");
+}
+
+#[test]
+fn a_stopped_controller_refuses_announcements() {
+    let (announcer, announced) = queue(None, unlimited());
+    drop(announced);
+    assert!(!announcer.announce(None, config_map("a", "1"), Changed));
+}
+
+#[test]
+fn a_predicate_refuses_before_the_queue() {
+    let predicate = Predicate::new(|_: Option<&ConfigMap>, new: &ConfigMap| {
+        new.resource_version().as_deref() != Some("2")
+    });
+    let (announcer, mut announced) = queue(Some(predicate), unlimited());
+    assert!(announcer.announce(None, config_map("a", "2"), Changed));
+    assert_eq!(next(&mut announced), None, "refused");
+    announcer.announce(None, config_map("a", "1"), Changed);
+    announcer.announce(None, config_map("a", "2"), Changed);
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("a@2"),
+        "a waiting copy is refreshed"
+    );
+}
+
+#[test]
+fn an_announcement_and_a_freed_slot_wake_a_waiting_controller() {
+    let (announcer, mut announced) = queue::<ConfigMap>(None, Fairness::with_slots(1));
+    let slots = announced.slots();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let waiting = tokio::spawn(async move {
+            let first = announced.next().await.map(|o| o.name_any());
+            let second = announced.next().await.map(|o| o.name_any());
+            (first, second)
+        });
+        tokio::task::yield_now().await;
+        announcer.announce(None, config_map("late", "7"), Listed);
+        announcer.announce(None, config_map("later", "8"), Listed);
+        tokio::task::yield_now().await;
+        slots.done(Some("default"), "late");
+        let (first, second) = waiting.await.unwrap();
+        assert_eq!(first.as_deref(), Some("late"));
+        assert_eq!(second.as_deref(), Some("later"));
+    });
+}
+
+#[test]
+fn waiting_for_a_free_slot_does_not_age_the_listed_lane() {
+    let fairness = Fairness {
+        slots: 1,
+        max_passes: u32::MAX,
+        max_wait: Duration::from_millis(20),
+    };
+    let (announcer, mut announced) = queue(None, fairness);
+    let slots = announced.slots();
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(next(&mut announced).as_deref(), Some("l1@1"));
+    std::thread::sleep(Duration::from_millis(30));
+    announcer.announce(None, config_map("new", "1"), Changed);
+    slots.done(Some("default"), "l1");
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("new@1"),
+        "nothing was passed over while the slot was busy"
+    );
+}
