@@ -129,7 +129,9 @@ async fn crash(
 ) -> Result<(Duration, Duration)> {
     let mode = if cold { "cold" } else { "warm" };
     let lease = format!("standby-bench-{round}-{mode}");
-    let (leader, standby) = (2 * round, 2 * round + 1);
+    // Replica indices unique over the run: the log is shared by every crash.
+    let crash = 2 * round + usize::from(cold);
+    let (leader, standby) = (2 * crash, 2 * crash + 1);
     let limit = Duration::from_secs(600);
     let first = bench.replica(leader, &lease, cold).await?;
     bench.until_all(first.index, objects, limit).await?;

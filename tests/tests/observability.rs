@@ -441,6 +441,7 @@ async fn the_cache_gauge_counts_the_objects_each_cache_holds() -> Result<()> {
     let metadata: Api<kube::core::PartialObjectMeta<ConfigMap>> =
         Api::namespaced(ns.client(), ns.name());
     manager.add_controller("configmap-metadata", metadata, concord_tests::Idle, |c| c);
+    let store = manager.context::<ConfigMap>().store().context("a store")?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -478,6 +479,21 @@ async fn the_cache_gauge_counts_the_objects_each_cache_holds() -> Result<()> {
         eventually(Duration::from_secs(60), counts(3.0)).await,
         "and drop to three after two deletes"
     );
+    // The JSON size of what the whole cache holds, as the store's own
+    // objects encode.
+    let (_, body) = get(metrics_at, "/metrics").await?;
+    let encoded: usize = store
+        .state()
+        .iter()
+        .map(|cm| serde_json::to_vec(cm.as_ref()).unwrap().len())
+        .sum();
+    assert_eq!(store.state().len(), 3);
+    assert_eq!(
+        sample(&body, "concord_cache_json_bytes", &whole),
+        Some(encoded as f64),
+        "{body}"
+    );
+    assert!(sample(&body, "concord_cache_json_bytes", &partial).is_some_and(|b| b > 0.0));
     stop.shutdown();
     running.await??;
     Ok(())

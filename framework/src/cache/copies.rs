@@ -18,6 +18,8 @@ pub(super) trait Lookup: Send + Sync {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
     /// How many objects the store holds.
     fn objects(&self) -> usize;
+    /// The size of the store's objects encoded as compact JSON.
+    fn json_bytes(&self) -> u64;
     fn newer<'a>(
         &'a self,
         namespace: Option<&'a str>,
@@ -34,6 +36,26 @@ impl<K: Object> Lookup for SharedCache<K> {
 
     fn objects(&self) -> usize {
         self.reader.len()
+    }
+
+    fn json_bytes(&self) -> u64 {
+        /// Counts what is written, keeping none of it.
+        struct Count(u64);
+        impl std::io::Write for Count {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0 += bytes.len() as u64;
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        for object in self.reader.state() {
+            // A cached object always encodes: it was decoded from JSON.
+            let _ = serde_json::to_writer(&mut count, object.as_ref());
+        }
+        count.0
     }
 
     fn newer<'a>(

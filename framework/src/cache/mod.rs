@@ -481,6 +481,7 @@ impl Caches {
                 type_name: sizes::short_type_name(e.type_name),
                 selector: e.selection.describe(),
                 objects: e.copies.objects(),
+                json_bytes: e.copies.json_bytes(),
             })
             .collect()
     }

@@ -1,5 +1,6 @@
-//! `concord_cache_objects`: how many objects each shared cache holds, the
-//! collector the manager registers for its caches.
+//! `concord_cache_objects` and `concord_cache_json_bytes`: how many objects
+//! each shared cache holds and their size as JSON, the collector the
+//! manager registers for its caches.
 
 use std::sync::Arc;
 
@@ -11,7 +12,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use super::Caches;
 
 /// The objects of every shared cache of a manager, read from the stores
-/// at each scrape (a length per cache: no walk over the objects).
+/// at each scrape: a length per cache, and the JSON size of its objects
+/// (the scrape encodes every cached object into a counter, keeping none of
+/// it).
 #[derive(Debug)]
 pub(crate) struct CacheSizes(pub(crate) Arc<Caches>);
 
@@ -33,6 +36,23 @@ impl Collector for CacheSizes {
             ];
             let objects = i64::try_from(size.objects).unwrap_or(i64::MAX);
             ConstGauge::new(objects).encode(family.encode_family(&labels)?)?;
+        }
+        drop(family);
+        let mut family = encoder.encode_descriptor(
+            "concord_cache_json_bytes",
+            "The objects of each shared watch cache encoded as compact JSON, in bytes, at the scrape (their size on the wire, not in memory, which is several times larger), by the labels of concord_cache_objects.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for size in &sizes {
+            let labels = [
+                ("resource", size.resource.as_str()),
+                ("namespace", size.namespaces.as_str()),
+                ("type", size.type_name.as_str()),
+                ("selector", size.selector.as_str()),
+            ];
+            let bytes = i64::try_from(size.json_bytes).unwrap_or(i64::MAX);
+            ConstGauge::new(bytes).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
     }
@@ -67,6 +87,7 @@ pub(crate) struct Size {
     pub(crate) type_name: String,
     pub(crate) selector: String,
     pub(crate) objects: usize,
+    pub(crate) json_bytes: u64,
 }
 
 #[cfg(test)]
