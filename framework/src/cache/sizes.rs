@@ -37,7 +37,6 @@ impl Collector for CacheSizes {
             let objects = i64::try_from(size.objects).unwrap_or(i64::MAX);
             ConstGauge::new(objects).encode(family.encode_family(&labels)?)?;
         }
-        drop(family);
         let mut family = encoder.encode_descriptor(
             "concord_cache_json_bytes",
             "The objects of each shared watch cache encoded as compact JSON, in bytes, at the scrape (their size on the wire, not in memory, which is several times larger), by the labels of concord_cache_objects.",
