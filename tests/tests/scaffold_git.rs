@@ -5,8 +5,9 @@
 //! (under `$CARGO_HOME/git/checkouts`) and make projects that depend on it,
 //! as an install from a local clone does.
 //!
-//! The install is a release build of the framework from a second source
-//! path, a few minutes on two cores: it runs with
+//! The install is a release build of the framework and its dependencies
+//! in a target directory of its own, as a user's `cargo install` does (many
+//! minutes on two cores): it runs with
 //! `CONCORD_TEST_GIT_INSTALL=1`, which `.ci/run` sets; without it the test
 //! says so and checks nothing.
 //!
@@ -65,8 +66,16 @@ fn cargo_install_git_makes_projects_that_depend_on_its_checkout() -> Result<()> 
 
     let url = format!("file://{}", repo.display());
     let mut install = fresh("cargo", &home, &install_root);
+    // A target directory of its own, as `cargo install` makes one: in the
+    // workspace's, cargo hashes the git checkout's crates as it hashes this
+    // checkout's (by their path inside the workspace), finds the ones built
+    // from this checkout fresh, and links a binary that remembers this
+    // checkout instead of its own.
     install
+        .env_remove("CARGO_TARGET_DIR")
         .args(["install", "--locked", "--git", &url, "cargo-concord"])
+        .arg("--target-dir")
+        .arg(root.join("install-target"))
         .current_dir(&work);
     let log = run(install, "cargo install --git")?;
     ensure!(
