@@ -28,12 +28,7 @@ impl Collector for CacheSizes {
             MetricType::Gauge,
         )?;
         for size in &sizes {
-            let labels = [
-                ("resource", size.resource.as_str()),
-                ("namespace", size.namespaces.as_str()),
-                ("type", size.type_name.as_str()),
-                ("selector", size.selector.as_str()),
-            ];
+            let labels = size.labels();
             let objects = i64::try_from(size.objects).unwrap_or(i64::MAX);
             ConstGauge::new(objects).encode(family.encode_family(&labels)?)?;
         }
@@ -44,12 +39,7 @@ impl Collector for CacheSizes {
             MetricType::Gauge,
         )?;
         for size in &sizes {
-            let labels = [
-                ("resource", size.resource.as_str()),
-                ("namespace", size.namespaces.as_str()),
-                ("type", size.type_name.as_str()),
-                ("selector", size.selector.as_str()),
-            ];
+            let labels = size.labels();
             let bytes = i64::try_from(size.json_bytes).unwrap_or(i64::MAX);
             ConstGauge::new(bytes).encode(family.encode_family(&labels)?)?;
         }
@@ -87,6 +77,18 @@ pub(crate) struct Size {
     pub(crate) selector: String,
     pub(crate) objects: usize,
     pub(crate) json_bytes: u64,
+}
+
+impl Size {
+    /// The labels of both gauges.
+    fn labels(&self) -> [(&'static str, &str); 4] {
+        [
+            ("resource", self.resource.as_str()),
+            ("namespace", self.namespaces.as_str()),
+            ("type", self.type_name.as_str()),
+            ("selector", self.selector.as_str()),
+        ]
+    }
 }
 
 #[cfg(test)]
