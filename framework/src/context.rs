@@ -7,13 +7,12 @@ use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Writt
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::core::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::writes::WriteRegistry;
-use crate::{Object, ResourceWriter, Store};
+use crate::{AnyObject, ResourceWriter, Store};
 
 /// What a reconciler gets besides the object: a client, the feature gates,
 /// and writers whose strategy the configuration chose.
@@ -22,7 +21,10 @@ use crate::{Object, ResourceWriter, Store};
 /// [`set_label`](Self::set_label), [`set_condition`](Self::set_condition),
 /// or any [`Mutation`] through [`write`](Self::write) — and never names a
 /// strategy: changing the YAML changes how every one of these writes is sent.
-pub struct Context<K> {
+pub struct Context<K: Resource> {
+    /// The dynamic type of `K`: `()` for a static type, the
+    /// [`ApiResource`] of a [`DynamicObject`](kube::core::DynamicObject).
+    dyntype: K::DynamicType,
     client: Client,
     writer: ResourceWriter<K>,
     gates: FeatureGates,
@@ -33,7 +35,7 @@ pub struct Context<K> {
     store: Option<Arc<dyn Any + Send + Sync>>,
 }
 
-impl<K> Debug for Context<K> {
+impl<K: Resource> Debug for Context<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
             .field("writer", &self.writer)
@@ -43,16 +45,18 @@ impl<K> Debug for Context<K> {
 
 impl<K> Context<K>
 where
-    K: Object,
+    K: AnyObject,
 {
     pub(crate) fn new(
         client: Client,
         gates: FeatureGates,
         registry: Arc<WriteRegistry>,
         recorder: Recorder,
+        dyntype: K::DynamicType,
     ) -> Self {
-        let writer = registry.writer::<K>(&());
+        let writer = registry.writer::<K>(&dyntype);
         Context {
+            dyntype,
             client,
             writer,
             gates,
@@ -99,12 +103,16 @@ where
     /// # }
     /// ```
     pub fn cached(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        let key = ObjectRef::<K>::new(name);
-        let key = match namespace {
-            Some(namespace) => key.within(namespace),
-            None => key,
-        };
+        let key = crate::cache::object_ref::<K>(namespace, name, &self.dyntype);
         self.store()?.get(&key)
+    }
+
+    /// The dynamic type of `K`: `()` for a statically typed resource, the
+    /// [`ApiResource`] a [`DynamicObject`](kube::core::DynamicObject)
+    /// controller was added with
+    /// ([`Manager::controller_with`](crate::Manager::controller_with)).
+    pub fn dyntype(&self) -> &K::DynamicType {
+        &self.dyntype
     }
 
     /// `name` (in `namespace`, `None` for a cluster-scoped object): the
@@ -135,7 +143,7 @@ where
         if let Some(cached) = self.cached(namespace, name) {
             return Ok(Some(cached));
         }
-        let request = kube::core::Request::new(K::url_path(&(), namespace))
+        let request = kube::core::Request::new(K::url_path(&self.dyntype, namespace))
             .get(name, &kube::api::GetParams::default())
             .map_err(kube::Error::BuildRequest)?;
         match self.client.request::<K>(request).await {
@@ -228,6 +236,17 @@ where
         self.registry.writer::<C>(&())
     }
 
+    /// A writer for a resource known at run time (`C` is
+    /// [`DynamicObject`](kube::core::DynamicObject) with its
+    /// [`ApiResource`]), resolved from the same strategy table by the
+    /// resource's group, version and plural.
+    pub fn writer_for_with<C>(&self, dyntype: &C::DynamicType) -> ResourceWriter<C>
+    where
+        C: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,
+    {
+        self.registry.writer::<C>(dyntype)
+    }
+
     /// Creates or updates `child` as owned by `owner` (a controller owner
     /// reference, so deleting the owner garbage-collects the child), with
     /// one forced server-side apply under this operator's field manager.
@@ -245,7 +264,7 @@ where
     where
         C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
-        let child = owned_by(owner, child);
+        let child = self.owned_by(owner, child);
         let written = self
             .registry
             .writer::<C>(&())
@@ -297,7 +316,7 @@ where
     where
         C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
-        self.create(&owned_by(owner, child)).await
+        self.create(&self.owned_by(owner, child)).await
     }
 
     /// Deletes the object `copy` was read as — a cached copy, a view or a
@@ -327,6 +346,21 @@ where
         self.registry.writer::<C>(&()).delete(copy).await
     }
 
+    /// `child` with a controller owner reference to `owner` (replacing one
+    /// to the same uid) and, when it names none, the owner's namespace.
+    fn owned_by<C: Resource>(&self, owner: &K, mut child: C) -> C {
+        if let Some(reference) = owner.controller_owner_ref(&self.dyntype) {
+            child
+                .owner_references_mut()
+                .retain(|r| r.uid != reference.uid);
+            child.owner_references_mut().push(reference);
+        }
+        if child.meta().namespace.is_none() {
+            child.meta_mut().namespace = owner.namespace();
+        }
+        child
+    }
+
     /// Publishes a Kubernetes Event about `object`. Failures are logged, not
     /// returned: an event is never worth failing a reconcile.
     pub async fn event(&self, object: &K, type_: EventType, reason: &str, note: impl Into<String>) {
@@ -337,29 +371,11 @@ where
             action: "Reconcile".into(),
             secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&event, &object.object_ref(&())).await {
+        let reference = object.object_ref(&self.dyntype);
+        if let Err(error) = self.recorder.publish(&event, &reference).await {
             tracing::warn!(%error, object = %object.name_any(), "publishing an event failed");
         }
     }
-}
-
-/// `child` with a controller owner reference to `owner` (replacing one to
-/// the same uid) and, when it names none, the owner's namespace.
-fn owned_by<K, C>(owner: &K, mut child: C) -> C
-where
-    K: Resource<DynamicType = ()>,
-    C: Resource<DynamicType = ()>,
-{
-    if let Some(reference) = owner_reference(owner) {
-        child
-            .owner_references_mut()
-            .retain(|r| r.uid != reference.uid);
-        child.owner_references_mut().push(reference);
-    }
-    if child.meta().namespace.is_none() {
-        child.meta_mut().namespace = owner.namespace();
-    }
-    child
 }
 
 /// The stored object of a write that always stores one (an apply, a

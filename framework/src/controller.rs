@@ -14,7 +14,7 @@ use crate::cache::{Fairness, SharedCache, Slots};
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
-use crate::{Context, Object, Predicate, Reconciler};
+use crate::{AnyObject, Context, Predicate, Reconciler};
 
 /// Reconciles one controller runs at once unless its builder's
 /// `with_concurrency(n)` says otherwise (0 for no limit). kube-runtime's default is no limit, under which an
@@ -34,20 +34,20 @@ pub const DEFAULT_CONCURRENCY: u16 = 16;
 /// are dropped (amortised, so the map stays within twice the failing
 /// objects that still exist).
 #[derive(Debug)]
-pub(crate) struct Attempts<K: Object> {
+pub(crate) struct Attempts<K: AnyObject> {
     failures: Mutex<Failures<K>>,
     /// The store the controller reconciles from, set when it starts.
     store: OnceLock<Store<K>>,
 }
 
 #[derive(Debug)]
-struct Failures<K: Object> {
+struct Failures<K: AnyObject> {
     counts: HashMap<ObjectRef<K>, u32>,
     /// The map's size after the last sweep.
     swept: usize,
 }
 
-impl<K: Object> Default for Attempts<K> {
+impl<K: AnyObject> Default for Attempts<K> {
     fn default() -> Self {
         Attempts {
             failures: Mutex::new(Failures {
@@ -59,7 +59,7 @@ impl<K: Object> Default for Attempts<K> {
     }
 }
 
-impl<K: Object> Attempts<K> {
+impl<K: AnyObject> Attempts<K> {
     /// No sweep below this many entries.
     const SWEEP_FROM: usize = 64;
 
@@ -106,7 +106,7 @@ impl<K: Object> Attempts<K> {
 /// times in a row it has failed (1 the first time).
 pub(crate) type Policy<K, E> = Box<dyn Fn(&K, &E, u32) -> Action + Send + Sync>;
 
-pub(crate) struct Shared<K: Object, R: Reconciler<K>> {
+pub(crate) struct Shared<K: AnyObject, R: Reconciler<K>> {
     pub(crate) reconciler: R,
     pub(crate) context: Context<K>,
     pub(crate) counters: Arc<ReconcileCounters>,
@@ -127,11 +127,11 @@ fn key_of<K: Resource>(object: &K) -> String {
 
 async fn reconcile<K, R>(object: Arc<K>, shared: Arc<Shared<K, R>>) -> Result<Action, R::Error>
 where
-    K: Object,
+    K: AnyObject,
     R: Reconciler<K>,
 {
     let key = key_of(object.as_ref());
-    let object_ref = ObjectRef::from_obj(object.as_ref());
+    let object_ref = ObjectRef::from_obj_with(object.as_ref(), shared.context.dyntype().clone());
     let admission = shard::admit(shared.shard.as_ref(), &key);
     if let Admission::Refused = admission {
         return Ok(Action::await_change());
@@ -170,10 +170,11 @@ where
 
 fn error_policy<K, R>(object: Arc<K>, error: &R::Error, shared: Arc<Shared<K, R>>) -> Action
 where
-    K: Object,
+    K: AnyObject,
     R: Reconciler<K>,
 {
-    let attempts = shared.attempts.failed(ObjectRef::from_obj(object.as_ref()));
+    let key = ObjectRef::from_obj_with(object.as_ref(), shared.context.dyntype().clone());
+    let attempts = shared.attempts.failed(key);
     (shared.policy)(object.as_ref(), error, attempts)
 }
 
@@ -185,7 +186,7 @@ pub(crate) fn pending<K, R>(
     customize: Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>,
 ) -> Task
 where
-    K: Object,
+    K: AnyObject,
     R: Reconciler<K>,
 {
     // Subscribed now, before the manager starts the shared watch, so the
@@ -196,12 +197,13 @@ where
     let objects = cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     let slots = objects.slots();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let controller = Controller::for_shared_stream(objects, cache.reader())
-            .with_config(Config::default().concurrency(concurrency));
+        let controller =
+            Controller::for_shared_stream_with(objects, cache.reader(), cache.dyntype().clone())
+                .with_config(Config::default().concurrency(concurrency));
         let api = cache.api().clone();
         shared.attempts.watch_store(controller.store());
         let controller = customize(controller);
-        let controller = shard::attach(shared.shard.as_ref(), &api, controller);
+        let controller = shard::attach(shared.shard.as_ref(), &api, cache.dyntype(), controller);
         let name = shared.name.clone();
         Box::pin(async move {
             let stop = async move {
@@ -229,7 +231,7 @@ fn free_slot<K, E, Q>(
     slots: &Slots<K>,
     result: &Result<(ObjectRef<K>, Action), ControllerError<E, Q>>,
 ) where
-    K: Object,
+    K: AnyObject,
 {
     match result {
         Ok((object, _)) => slots.done(object.namespace.as_deref(), &object.name),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
-use crate::{Context, Object};
+use crate::{AnyObject, Context};
 
 /// What the finalizer lifecycle asks the author's handler to do.
 #[derive(Debug)]
@@ -70,7 +70,7 @@ pub async fn finalizer<K, F, Fut, E>(
     handler: F,
 ) -> Result<Action, FinalizerError<E>>
 where
-    K: Object,
+    K: AnyObject,
     F: FnOnce(Lifecycle<K>) -> Fut,
     Fut: Future<Output = Result<Action, E>>,
     E: std::error::Error + 'static,

@@ -75,7 +75,7 @@ pub use manager::{Built, ControllerBuilder, Manager, ManagerBuilder, ShutdownHan
 #[doc(inline)]
 pub use metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 #[doc(inline)]
-pub use object::Object;
+pub use object::{AnyObject, Object};
 #[doc(inline)]
 pub use predicate::Predicate;
 #[doc(inline)]

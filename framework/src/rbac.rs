@@ -67,15 +67,29 @@ impl<'a> Permissions<'a> {
     /// `K` is listed and watched by a controller (`get`, `list`, `watch`).
     #[must_use]
     pub fn watches<K: Resource<DynamicType = ()>>(self) -> Self {
-        let resource = ApiResource::erase::<K>(&());
+        self.watches_resource(&ApiResource::erase::<K>(&()))
+    }
+
+    /// A resource known at run time (a
+    /// [`DynamicObject`](kube::core::DynamicObject) controller's) is listed
+    /// and watched, as [`watches`](Self::watches).
+    #[must_use]
+    pub fn watches_resource(self, resource: &ApiResource) -> Self {
         self.verbs(&resource.group, &resource.plural, &["get", "list", "watch"])
     }
 
     /// `K` is written with these operations, each through the strategy the
     /// table chose for it.
     #[must_use]
-    pub fn writes<K: Resource<DynamicType = ()>>(mut self, operations: &[Operation]) -> Self {
-        let resource = ApiResource::erase::<K>(&());
+    pub fn writes<K: Resource<DynamicType = ()>>(self, operations: &[Operation]) -> Self {
+        self.writes_resource(&ApiResource::erase::<K>(&()), operations)
+    }
+
+    /// A resource known at run time is written with these operations, as
+    /// [`writes`](Self::writes): its strategy table row is found by its
+    /// group, version, kind and plural.
+    #[must_use]
+    pub fn writes_resource(mut self, resource: &ApiResource, operations: &[Operation]) -> Self {
         let key = ResourceKey::new(
             &resource.group,
             &resource.version,

@@ -28,7 +28,7 @@ use crate::Context;
 /// }
 /// ```
 #[async_trait::async_trait]
-pub trait Reconciler<K>: Send + Sync + 'static {
+pub trait Reconciler<K: kube::Resource>: Send + Sync + 'static {
     /// The error a reconcile can fail with; a failed reconcile is requeued
     /// with per-object exponential backoff.
     type Error: std::error::Error + Send + Sync + 'static;

@@ -60,10 +60,12 @@ async fn replica(env: &TestEnv, ns: &str, lease: &str, cold: bool) -> Result<Rep
     timings.lease_duration = Duration::from_secs(4);
     timings.renew_deadline = Duration::from_secs(3);
     timings.retry_period = Duration::from_millis(300);
+    // ANCHOR: standby
     let args = ManagerArgs::new()
         .with_leader_election(lease, ns)
         .with_cold_standby(cold)
         .with_health_probe_bind_address("127.0.0.1:0");
+    // ANCHOR_END: standby
     let mut manager = Manager::builder("standby-test")
         .with_client(env.client()?)
         .with_args(args)

@@ -66,7 +66,7 @@ async fn manager_with(
 struct Idle;
 
 #[concord::async_trait]
-impl<K: Send + Sync + 'static> Reconciler<K> for Idle {
+impl<K: kube::Resource + Send + Sync + 'static> Reconciler<K> for Idle {
     type Error = WriteError;
     async fn reconcile(&self, _: Arc<K>, _: &Context<K>) -> Result<Action, WriteError> {
         Ok(Action::await_change())

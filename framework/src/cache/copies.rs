@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use kube::core::ApiResource;
 
 use super::{Caches, SharedCache};
-use crate::Object;
+use crate::AnyObject;
 
 /// A [`SharedCache`] with its type erased.
 pub(super) trait Lookup: Send + Sync {
@@ -29,7 +29,7 @@ pub(super) trait Lookup: Send + Sync {
     ) -> BoxFuture<'a, Option<Observed>>;
 }
 
-impl<K: Object> Lookup for SharedCache<K> {
+impl<K: AnyObject> Lookup for SharedCache<K> {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
         SharedCache::holds(self, namespace, name)
     }

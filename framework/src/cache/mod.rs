@@ -50,7 +50,7 @@ use tokio::sync::{Notify, watch as signal};
 
 use self::queue::{Announcer, Lane, queue};
 use crate::task::Task;
-use crate::{Object, Predicate};
+use crate::{AnyObject, Predicate};
 
 /// The shared cache of one resource type, scope and watch configuration.
 ///
@@ -60,7 +60,9 @@ use crate::{Object, Predicate};
 /// deletion in between would swallow the announcement), and a slow
 /// controller never holds the watch back — nor makes the queue grow past
 /// one entry per object.
-pub(crate) struct SharedCache<K: Object> {
+pub(crate) struct SharedCache<K: AnyObject> {
+    /// The dynamic type of `K` (`()` for a static type).
+    dyntype: K::DynamicType,
     /// The first of `apis`.
     api: Api<K>,
     /// One per namespace watched (one for all namespaces or one).
@@ -81,10 +83,17 @@ pub(crate) struct SharedCache<K: Object> {
     sync: tokio::sync::watch::Sender<Synced>,
 }
 
-impl<K: Object> SharedCache<K> {
-    fn new(api: Api<K>, apis: Vec<Api<K>>, selection: Selection, trim: CacheTrim) -> Self {
-        let writer = reflector::store::Writer::<K>::default();
+impl<K: AnyObject> SharedCache<K> {
+    fn new(
+        api: Api<K>,
+        apis: Vec<Api<K>>,
+        selection: Selection,
+        trim: CacheTrim,
+        dyntype: K::DynamicType,
+    ) -> Self {
+        let writer = reflector::store::Writer::<K>::new(dyntype.clone());
         SharedCache {
+            dyntype,
             api,
             apis,
             selection,
@@ -123,7 +132,7 @@ impl<K: Object> SharedCache<K> {
     /// (`configmaps`, `deployments.apps`), with `/namespace` for a
     /// namespaced watch.
     pub(crate) fn check_name(&self) -> String {
-        let resource = ApiResource::erase::<K>(&());
+        let resource = ApiResource::erase::<K>(&self.dyntype);
         let mut name = format!("cache:{}", resource.plural);
         if !resource.group.is_empty() {
             name = format!("{name}.{}", resource.group);
@@ -137,6 +146,16 @@ impl<K: Object> SharedCache<K> {
     /// The read side of the store.
     pub(crate) fn reader(&self) -> reflector::Store<K> {
         self.reader.clone()
+    }
+
+    /// The dynamic type of the cached objects (`()` for a static type).
+    pub(crate) fn dyntype(&self) -> &K::DynamicType {
+        &self.dyntype
+    }
+
+    /// The key of `object` in the store.
+    fn key(&self, object: &K) -> ObjectRef<K> {
+        ObjectRef::from_obj_with(object, self.dyntype.clone())
     }
 
     /// The `Api` the cache lists and watches through.
@@ -222,7 +241,7 @@ impl<K: Object> SharedCache<K> {
         if self.apis.len() == 1 {
             let old = match &event {
                 watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
-                    self.reader.get(&ObjectRef::from_obj(object))
+                    self.reader.get(&self.key(object))
                 }
                 _ => None,
             };
@@ -251,7 +270,7 @@ impl<K: Object> SharedCache<K> {
                     Some(Some(_)) => Lane::Listed,
                     _ => Lane::Changed,
                 };
-                let key = ObjectRef::from_obj(&object);
+                let key = self.key(&object);
                 if let Some(Some(listed)) = relists.listing.get_mut(i) {
                     listed.insert(key.clone());
                 }
@@ -269,7 +288,7 @@ impl<K: Object> SharedCache<K> {
                 let namespace = self.apis.get(i).and_then(|api| api.namespace());
                 for stale in self.reader.state().iter().filter(|object| {
                     object.namespace().as_deref() == namespace
-                        && !listed.contains(&ObjectRef::from_obj(object.as_ref()))
+                        && !listed.contains(&self.key(object.as_ref()))
                 }) {
                     writer.apply_watcher_event(&watcher::Event::Delete(stale.as_ref().clone()));
                 }
@@ -301,7 +320,7 @@ impl<K: Object> SharedCache<K> {
     fn announce(&self, old: Option<&K>, object: K, lane: Lane) {
         let object = self
             .reader
-            .get(&ObjectRef::from_obj(&object))
+            .get(&self.key(&object))
             .filter(|stored| {
                 stored.resource_version() == object.resource_version()
                     && stored.uid() == object.uid()
@@ -313,7 +332,9 @@ impl<K: Object> SharedCache<K> {
 
     /// Whether the store holds `namespace`/`name`.
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
-        self.reader.get(&object_ref(namespace, name)).is_some()
+        self.reader
+            .get(&object_ref(namespace, name, &self.dyntype))
+            .is_some()
     }
 
     /// A copy newer than `than`, waiting up to `wait` for the watch.
@@ -324,7 +345,7 @@ impl<K: Object> SharedCache<K> {
         than: &str,
         wait: Duration,
     ) -> Option<Observed> {
-        let key = object_ref::<K>(namespace, name);
+        let key = object_ref::<K>(namespace, name, &self.dyntype);
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             // Registered before the look, so no change slips between them.
@@ -332,7 +353,7 @@ impl<K: Object> SharedCache<K> {
             notified.as_mut().enable();
             let cached = self.reader.get(&key)?;
             match is_newer(cached.resource_version().as_deref().unwrap_or(""), than) {
-                Some(true) => return observed(cached.as_ref()),
+                Some(true) => return observed(cached.as_ref(), &self.dyntype),
                 Some(false) => {}
                 None => return None,
             }
@@ -342,7 +363,7 @@ impl<K: Object> SharedCache<K> {
 }
 
 /// Where each of a multi-namespace cache's watches is in its lists.
-struct Relists<K: Object> {
+struct Relists<K: AnyObject> {
     /// The objects its current list has delivered, while it lists.
     listing: Vec<Option<HashSet<ObjectRef<K>>>>,
     /// Whether its first list is complete.
@@ -351,7 +372,7 @@ struct Relists<K: Object> {
     ready: bool,
 }
 
-impl<K: Object> Relists<K> {
+impl<K: AnyObject> Relists<K> {
     fn new(watches: usize) -> Self {
         Relists {
             listing: (0..watches).map(|_| None).collect(),
@@ -367,8 +388,13 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn object_ref<K: Object>(namespace: Option<&str>, name: &str) -> ObjectRef<K> {
-    let key = ObjectRef::new(name);
+/// The store key of `namespace`/`name`.
+pub(crate) fn object_ref<K: AnyObject>(
+    namespace: Option<&str>,
+    name: &str,
+    dyntype: &K::DynamicType,
+) -> ObjectRef<K> {
+    let key = ObjectRef::new_with(name, dyntype.clone());
     match namespace {
         Some(namespace) => key.within(namespace),
         None => key,
@@ -377,9 +403,9 @@ fn object_ref<K: Object>(namespace: Option<&str>, name: &str) -> ObjectRef<K> {
 
 /// `object` as JSON, complete or not by the rule the strategies' `Writer`
 /// applies ([`cached_copy`]).
-fn observed<K: Object>(object: &K) -> Option<Observed> {
+fn observed<K: AnyObject>(object: &K, dyntype: &K::DynamicType) -> Option<Observed> {
     let json = serde_json::to_value(object).ok()?;
-    Some(cached_copy::<K>(json, &ApiResource::erase::<K>(&())))
+    Some(cached_copy::<K>(json, &ApiResource::erase::<K>(dyntype)))
 }
 
 /// The shared caches of one manager.
@@ -417,12 +443,13 @@ impl Caches {
     /// The cache of `api`'s scope (and those of `more`: one watch each,
     /// one store) watched as `selection` says and stored trimmed by
     /// `trim`, and, when it is new, the task that drives its watch.
-    pub(crate) fn shared<K: Object>(
+    pub(crate) fn shared<K: AnyObject>(
         &self,
         api: &Api<K>,
         more: Vec<Api<K>>,
         selection: Selection,
         trim: CacheTrim,
+        dyntype: &K::DynamicType,
     ) -> (Arc<SharedCache<K>>, Option<Task>) {
         let mut entries = self
             .entries
@@ -443,7 +470,13 @@ impl Caches {
         if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
             return (cache, None);
         }
-        let cache = Arc::new(SharedCache::new(api.clone(), apis, selection.clone(), trim));
+        let cache = Arc::new(SharedCache::new(
+            api.clone(),
+            apis,
+            selection.clone(),
+            trim,
+            dyntype.clone(),
+        ));
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
             type_name: std::any::type_name::<K>(),
@@ -453,7 +486,7 @@ impl Caches {
                 .filter_map(|api| api.namespace())
                 .collect::<Vec<_>>()
                 .join(","),
-            resource: ApiResource::erase::<K>(&()),
+            resource: ApiResource::erase::<K>(dyntype),
             url,
             selection,
             trim,
@@ -486,15 +519,16 @@ impl Caches {
             .collect()
     }
 
-    /// The store of the first cache of `K`, if a controller of `K` was added.
-    pub(crate) fn first_store<K: Object>(&self) -> Option<Store<K>> {
+    /// The store of the first cache of `K` for `resource`, if a controller
+    /// of it was added.
+    pub(crate) fn first_store<K: AnyObject>(&self, resource: &ApiResource) -> Option<Store<K>> {
         let entries = self
             .entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         entries
             .iter()
-            .filter(|e| e.type_id == TypeId::of::<K>())
+            .filter(|e| e.type_id == TypeId::of::<K>() && same_resource(&e.resource, resource))
             .find_map(|e| e.cache.clone().downcast::<SharedCache<K>>().ok())
             .map(|cache| cache.store())
     }

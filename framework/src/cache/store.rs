@@ -14,7 +14,7 @@ use std::ops::Deref;
 use kube::runtime::reflector;
 use tokio::sync::watch;
 
-use crate::Object;
+use crate::AnyObject;
 
 /// Where a shared cache is in its first list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,13 +37,13 @@ pub(crate) enum Synced {
 /// `find`), which is also what [`into_inner`](Self::into_inner) returns, for
 /// code written against kube-runtime; [`wait_until_ready`](Self::wait_until_ready)
 /// is this type's own.
-pub struct Store<K: Object> {
+pub struct Store<K: AnyObject> {
     inner: reflector::Store<K>,
     sync: watch::Receiver<Synced>,
     name: String,
 }
 
-impl<K: Object> Clone for Store<K> {
+impl<K: AnyObject> Clone for Store<K> {
     fn clone(&self) -> Self {
         Store {
             inner: self.inner.clone(),
@@ -53,7 +53,7 @@ impl<K: Object> Clone for Store<K> {
     }
 }
 
-impl<K: Object> fmt::Debug for Store<K> {
+impl<K: AnyObject> fmt::Debug for Store<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store")
             .field("cache", &self.name)
@@ -63,7 +63,7 @@ impl<K: Object> fmt::Debug for Store<K> {
     }
 }
 
-impl<K: Object> Store<K> {
+impl<K: AnyObject> Store<K> {
     pub(crate) fn new(
         inner: reflector::Store<K>,
         sync: watch::Receiver<Synced>,
@@ -101,7 +101,7 @@ impl<K: Object> Store<K> {
     }
 }
 
-impl<K: Object> Deref for Store<K> {
+impl<K: AnyObject> Deref for Store<K> {
     type Target = reflector::Store<K>;
 
     fn deref(&self) -> &Self::Target {

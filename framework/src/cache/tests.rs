@@ -20,27 +20,27 @@ fn one_selection_is_one_watch_and_another_is_another() {
         let all = Api::<ConfigMap>::all(client.clone());
         let caches = Caches::default();
         let trim = CacheTrim::default();
-        let (first, watch) = caches.shared(&all, Vec::new(), selection("b=2,a=1"), trim);
+        let (first, watch) = caches.shared(&all, Vec::new(), selection("b=2,a=1"), trim, &());
         assert!(watch.is_some());
-        let (same, watch) = caches.shared(&all, Vec::new(), selection(" a=1 , b=2"), trim);
+        let (same, watch) = caches.shared(&all, Vec::new(), selection(" a=1 , b=2"), trim, &());
         assert!(
             watch.is_none(),
             "the same selection, spelled otherwise, shares"
         );
         assert!(Arc::ptr_eq(&first, &same));
-        let (_, watch) = caches.shared(&all, Vec::new(), selection("a=1"), trim);
+        let (_, watch) = caches.shared(&all, Vec::new(), selection("a=1"), trim, &());
         assert!(watch.is_some(), "another selector, another watch");
         let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
         let b = Api::<ConfigMap>::namespaced(client, "b");
-        let (set, watch) = caches.shared(&a, vec![b.clone()], Selection::default(), trim);
+        let (set, watch) = caches.shared(&a, vec![b.clone()], Selection::default(), trim, &());
         assert!(watch.is_some());
-        let (alone, watch) = caches.shared(&a, Vec::new(), Selection::default(), trim);
+        let (alone, watch) = caches.shared(&a, Vec::new(), Selection::default(), trim, &());
         assert!(
             watch.is_some(),
             "a namespace set is not one of its namespaces"
         );
         assert!(!Arc::ptr_eq(&set, &alone));
-        let (again, watch) = caches.shared(&a, vec![b], Selection::default(), trim);
+        let (again, watch) = caches.shared(&a, vec![b], Selection::default(), trim, &());
         assert!(watch.is_none() && Arc::ptr_eq(&set, &again));
     });
 }
@@ -69,6 +69,7 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
             vec![a, b],
             Selection::default(),
             CacheTrim::default(),
+            (),
         );
         let mut announced = cache.subscribe(None, Fairness::with_slots(0));
         let mut writer = lock(&cache.writer).take().unwrap();

@@ -9,7 +9,7 @@ use kube::runtime::controller::{Action, Controller};
 
 use super::{Customize, Manager, Parts};
 use crate::selector::{field_selector, is_namespace_name, label_selector};
-use crate::{Backoff, Error, Object, Predicate, Reconciler};
+use crate::{AnyObject, Backoff, Error, Object, Predicate, Reconciler};
 
 /// A controller being added to a [`Manager`] by [`Manager::controller`]:
 /// which objects it watches, which of their changes it queues, and how it
@@ -50,10 +50,11 @@ use crate::{Backoff, Error, Object, Predicate, Reconciler};
 /// cache each, so an object two of them select is reconciled by each, from
 /// its own cache.
 #[must_use]
-pub struct ControllerBuilder<'m, K: Object, R: Reconciler<K>> {
+pub struct ControllerBuilder<'m, K: AnyObject, R: Reconciler<K>> {
     manager: &'m mut Manager,
     name: String,
     api: Api<K>,
+    dyntype: K::DynamicType,
     reconciler: R,
     labels: Option<String>,
     fields: Option<String>,
@@ -65,7 +66,7 @@ pub struct ControllerBuilder<'m, K: Object, R: Reconciler<K>> {
     customize: Option<Customize<K>>,
 }
 
-impl<K: Object, R: Reconciler<K>> fmt::Debug for ControllerBuilder<'_, K, R> {
+impl<K: AnyObject, R: Reconciler<K>> fmt::Debug for ControllerBuilder<'_, K, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ControllerBuilder")
             .field("name", &self.name)
@@ -89,10 +90,55 @@ impl Manager {
         K: Object,
         R: Reconciler<K>,
     {
+        self.controller_with(name, api, (), reconciler)
+    }
+
+    /// Starts adding a controller named `name` for a resource known only
+    /// at run time: `K` is [`DynamicObject`](kube::core::DynamicObject)
+    /// and `dyntype` its [`ApiResource`](kube::core::ApiResource) (given,
+    /// or found by kube's discovery), and `api` lists and watches it
+    /// (`Api::all_with(client, &resource)`). Otherwise as
+    /// [`controller`](Self::controller): the same options, one shared cache
+    /// per resource and selection, and every write through the strategy
+    /// table row of the resource's group, version and plural.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use concord::{Action, Context, Manager, Reconciler};
+    /// use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    /// # struct Tagger;
+    /// # #[concord::async_trait]
+    /// # impl Reconciler<DynamicObject> for Tagger {
+    /// #     type Error = concord::WriteError;
+    /// #     async fn reconcile(&self, o: Arc<DynamicObject>, ctx: &Context<DynamicObject>) -> Result<Action, Self::Error> {
+    /// #         ctx.add_finalizer(&o, "example.com/cleanup").await?;
+    /// #         Ok(Action::await_change())
+    /// #     }
+    /// # }
+    /// # async fn demo(manager: &mut Manager) -> Result<(), concord::Error> {
+    /// let gvk = GroupVersionKind::gvk("example.com", "v1", "Gadget");
+    /// let gadgets = ApiResource::from_gvk_with_plural(&gvk, "gadgets");
+    /// let api = kube::Api::<DynamicObject>::all_with(manager.client().clone(), &gadgets);
+    /// manager.controller_with("gadgets", api, gadgets, Tagger).add()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn controller_with<K, R>(
+        &mut self,
+        name: &str,
+        api: Api<K>,
+        dyntype: K::DynamicType,
+        reconciler: R,
+    ) -> ControllerBuilder<'_, K, R>
+    where
+        K: AnyObject,
+        R: Reconciler<K>,
+    {
         ControllerBuilder {
             manager: self,
             name: name.to_owned(),
             api,
+            dyntype,
             reconciler,
             labels: None,
             fields: None,
@@ -106,7 +152,7 @@ impl Manager {
     }
 }
 
-impl<K: Object, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
+impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
     /// Watches only objects this label selector selects (`app=web`,
     /// `tier!=db`, `env in (a,b)`, `!legacy`, comma-separated: all must
     /// hold), as kube-rs's `watcher::Config::labels` and controller-runtime's
@@ -256,15 +302,22 @@ impl<K: Object, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             concurrency: self.concurrency,
         };
         let customize = self.customize.unwrap_or_else(|| Box::new(|c| c));
-        self.manager
-            .install(&self.name, api, more, self.reconciler, parts, customize);
+        self.manager.install(
+            &self.name,
+            api,
+            more,
+            self.dyntype,
+            self.reconciler,
+            parts,
+            customize,
+        );
         Ok(())
     }
 }
 
 impl<K, R> ControllerBuilder<'_, K, R>
 where
-    K: Object,
+    K: AnyObject,
     K::Scope: NamespaceScope,
     R: Reconciler<K>,
 {

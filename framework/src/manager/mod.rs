@@ -21,7 +21,7 @@ use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
 use crate::writes::WriteRegistry;
-use crate::{Context, ManagerArgs, Metrics, Object, Reconciler};
+use crate::{AnyObject, Context, ManagerArgs, Metrics, Object, Reconciler};
 
 mod builder;
 mod checks;
@@ -200,13 +200,25 @@ impl Manager {
     where
         K: Object,
     {
+        self.context_with(())
+    }
+
+    /// A context for `K` of dynamic type `dyntype` (a
+    /// [`DynamicObject`](kube::core::DynamicObject)'s [`ApiResource`](kube::core::ApiResource)),
+    /// as [`context`](Self::context).
+    pub fn context_with<K>(&self, dyntype: K::DynamicType) -> Context<K>
+    where
+        K: AnyObject,
+    {
+        let resource = kube::core::ApiResource::erase::<K>(&dyntype);
         let context = Context::new(
             self.client.clone(),
             self.config.gates().clone(),
             self.writes.clone(),
             self.recorder.clone(),
+            dyntype,
         );
-        match self.writes.caches().first_store::<K>() {
+        match self.writes.caches().first_store::<K>(&resource) {
             Some(store) => context.with_store(store),
             None => context,
         }
@@ -243,6 +255,7 @@ impl Manager {
             name,
             api,
             Vec::new(),
+            (),
             reconciler,
             Parts::default(),
             Box::new(customize),
@@ -250,31 +263,32 @@ impl Manager {
     }
 
     /// Adds a controller: `more` are further namespaces' `Api`s whose
-    /// objects share `api`'s cache.
+    /// objects share `api`'s cache; `dyntype` is `K`'s dynamic type.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn install<K, R>(
         &mut self,
         name: &str,
         api: Api<K>,
         more: Vec<Api<K>>,
+        dyntype: K::DynamicType,
         reconciler: R,
         parts: Parts<K, R::Error>,
         customize: Customize<K>,
     ) where
-        K: Object,
+        K: AnyObject,
         R: Reconciler<K>,
     {
+        let resource = kube::core::ApiResource::erase::<K>(&dyntype);
         if let Some(sharding) = self.sharding.as_mut() {
-            sharding.watch(&kube::core::ApiResource::erase::<K>(&()), api.namespace());
+            sharding.watch(&resource, api.namespace());
         }
         let shard = self.sharding.as_ref().map(Sharding::gate);
-        let mut context = self.context::<K>();
+        let mut context = self.context_with::<K>(dyntype.clone());
         // What the cache leaves out, after what this resource's strategies read.
         let row = self
             .config
             .strategies()
-            .for_resource(&crate::writes::resource_key(
-                &kube::core::ApiResource::erase::<K>(&()),
-            ));
+            .for_resource(&crate::writes::resource_key(&resource));
         let trim = self.cache_trim.for_row(&row);
         // One watch and one store per type, scope and selection, shared by
         // every controller (and re-read) that needs the same objects. A
@@ -293,7 +307,10 @@ impl Manager {
                 )
             }
         };
-        let (cache, watch) = self.writes.caches().shared(&api, more, selection, trim);
+        let (cache, watch) = self
+            .writes
+            .caches()
+            .shared(&api, more, selection, trim, &dyntype);
         if let Some(watch) = watch {
             let cold = self.args.leader_elect && self.args.cold_standby;
             self.health.readiness.add_waived(

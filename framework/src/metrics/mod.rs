@@ -104,6 +104,13 @@ impl Metrics {
         self.leader.set(i64::from(leader));
     }
 
+    /// Whether this replica leads — holds the leader-election Lease, or runs
+    /// without leader election — as the `concord_leader` gauge says; false
+    /// before [`Manager::run`](crate::Manager::run) and while a standby waits.
+    pub fn is_leader(&self) -> bool {
+        self.leader.get() == 1
+    }
+
     /// Total successful reconciles of `controller` so far.
     pub fn reconciles(&self, controller: &str) -> u64 {
         self.reconciles.successes(controller)

@@ -10,7 +10,7 @@ use kube::runtime::controller::Controller;
 use kube::runtime::watcher;
 
 use super::gate::{InFlight, ShardGate};
-use crate::Object;
+use crate::AnyObject;
 
 /// Whether a reconcile may run on this replica.
 #[derive(Debug)]
@@ -57,16 +57,21 @@ pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
 
 /// Offers every cached object to the gate again whenever keys may have
 /// become startable, and lets the gate count the keys in the store.
-pub(crate) fn attach<K: Object>(
+pub(crate) fn attach<K: AnyObject>(
     gate: Option<&Arc<ShardGate>>,
     api: &Api<K>,
+    dyntype: &K::DynamicType,
     controller: Controller<K>,
 ) -> Controller<K> {
     let Some(gate) = gate else {
         return controller;
     };
     if let Some(label) = gate.label.get() {
-        gate.add_labeller(super::sharder::labeller(api.clone(), label.clone()));
+        gate.add_labeller(super::sharder::labeller(
+            api.clone(),
+            label.clone(),
+            dyntype.clone(),
+        ));
     }
     let store = controller.store();
     gate.add_lister(Box::new(move || {

@@ -31,7 +31,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use super::gate::ShardGate;
-use crate::Object;
+use crate::AnyObject;
 
 /// Label requests the sharder has in flight at most.
 pub(crate) const PLACEMENTS_IN_FLIGHT: usize = 64;
@@ -43,11 +43,16 @@ const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 pub(crate) type Labeller = Box<dyn FnOnce(Arc<ShardGate>) -> BoxFuture<'static, ()> + Send>;
 
 /// The sharder for the objects `api` lists, labelling with `label`.
-pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
+pub(crate) fn labeller<K: AnyObject>(
+    api: Api<K>,
+    label: String,
+    dyntype: K::DynamicType,
+) -> Labeller {
     Box::new(move |gate: Arc<ShardGate>| {
         Box::pin(async move {
             let client: Client = api.clone().into_client();
-            let (store, writer) = reflector::store::<PartialObjectMeta<K>>();
+            let writer = reflector::store::Writer::<PartialObjectMeta<K>>::new(dyntype.clone());
+            let store = writer.as_reader();
             // The sharder needs names, uids and labels only: dropping the
             // annotations and managed fields before they are cached keeps
             // its extra memory to a small fraction of a full cache.
@@ -61,14 +66,14 @@ pub(crate) fn labeller<K: Object>(api: Api<K>, label: String) -> Labeller {
             let events = reflector::reflector(writer, watch).default_backoff();
             let mut events = std::pin::pin!(events);
             let mut wakes = std::pin::pin!(gate.wakes());
-            let mut placer = Placer::new(client, gate.clone(), label, store);
+            let mut placer = Placer::new(client, gate.clone(), label, store, dyntype);
             let mut retries = tokio::time::interval(RETRY_AFTER);
             loop {
                 tokio::select! {
                     event = events.try_next() => match event {
                         // The store has applied the event: decide from it.
                         Ok(Some(watcher::Event::Apply(object))) => {
-                            placer.enqueue(ObjectRef::from_obj(&object));
+                            placer.enqueue(placer.key(&object));
                         }
                         // A (re)list is complete only now: until then the
                         // store holds the previous state.
@@ -101,8 +106,9 @@ type Ref<K> = ObjectRef<PartialObjectMeta<K>>;
 type Answer = Option<String>;
 
 /// The objects waiting for a decision and the label requests in flight.
-struct Placer<K: Object> {
+struct Placer<K: AnyObject> {
     client: Client,
+    dyntype: K::DynamicType,
     gate: Arc<ShardGate>,
     label: String,
     store: Store<PartialObjectMeta<K>>,
@@ -122,15 +128,17 @@ struct Placer<K: Object> {
     parked: HashSet<Ref<K>>,
 }
 
-impl<K: Object> Placer<K> {
+impl<K: AnyObject> Placer<K> {
     fn new(
         client: Client,
         gate: Arc<ShardGate>,
         label: String,
         store: Store<PartialObjectMeta<K>>,
+        dyntype: K::DynamicType,
     ) -> Self {
         Placer {
             client,
+            dyntype,
             gate,
             label,
             store,
@@ -155,10 +163,15 @@ impl<K: Object> Placer<K> {
         }
     }
 
+    /// The store key of `object`.
+    fn key(&self, object: &PartialObjectMeta<K>) -> Ref<K> {
+        ObjectRef::from_obj_with(object, self.dyntype.clone())
+    }
+
     /// Every cached object: the view changed.
     fn offer_all(&mut self) {
         for object in self.store.state() {
-            self.enqueue(ObjectRef::from_obj(object.as_ref()));
+            self.enqueue(self.key(object.as_ref()));
         }
     }
 
@@ -246,7 +259,7 @@ impl<K: Object> Placer<K> {
         owner: String,
         key: String,
     ) -> BoxFuture<'static, bool> {
-        let resource = ApiResource::erase::<K>(&());
+        let resource = ApiResource::erase::<K>(&self.dyntype);
         let namespace = object.namespace();
         let api: Api<DynamicObject> = match &namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
