@@ -209,7 +209,12 @@ fn problems_table() -> Result<String> {
             "{}: expected one problem, got {problems:?}",
             case.problem
         );
-        writeln!(table, "| {} | {source} | {} |", case.problem, code(&problems[0]))?;
+        writeln!(
+            table,
+            "| {} | {source} | {} |",
+            case.problem,
+            code(&problems[0])
+        )?;
     }
     Ok(table)
 }

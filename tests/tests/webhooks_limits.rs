@@ -340,9 +340,8 @@ async fn the_builder_refuses_webhook_limits_out_of_range() -> Result<()> {
         webhooks("unused", WebhookOptions::new()),
     )
     .await?;
-    let refused = server.try_with_limits(
-        WebhookLimits::new().with_body_read_timeout(Duration::from_secs(3600)),
-    );
+    let refused = server
+        .try_with_limits(WebhookLimits::new().with_body_read_timeout(Duration::from_secs(3600)));
     let Err(WebhookError::Limits(problems)) = refused else {
         panic!("a body read timeout of an hour was accepted");
     };

@@ -228,10 +228,7 @@ mod tests {
             "/convert-demo-concord-dev-widget"
         );
         let config_map = target("", "v1", "ConfigMap", "configmaps");
-        assert_eq!(
-            config_map.path("validate", true),
-            "/validate--v1-configmap"
-        );
+        assert_eq!(config_map.path("validate", true), "/validate--v1-configmap");
         assert_eq!(
             config_map.webhook_name("validate"),
             "validate.configmaps.core.k8s.io"

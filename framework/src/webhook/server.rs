@@ -15,8 +15,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use super::handler::{Answer, Handler, Outcome};
-use super::tls::{ReloadingCert, server_config};
 use super::limits::{MAX_CONNECTIONS_RANGE, READ_TIMEOUT_RANGE};
+use super::tls::{ReloadingCert, server_config};
 use super::{WebhookError, WebhookLimits, WebhookMetrics, Webhooks};
 use crate::serve::{BodyError, Limits, Respond, Tls, read_body};
 
@@ -170,7 +170,8 @@ impl WebhookServer {
     /// refuses it instead.
     #[must_use]
     pub fn with_header_read_timeout(mut self, limit: Duration) -> Self {
-        self.limits.header_read = limit.clamp(*READ_TIMEOUT_RANGE.start(), *READ_TIMEOUT_RANGE.end());
+        self.limits.header_read =
+            limit.clamp(*READ_TIMEOUT_RANGE.start(), *READ_TIMEOUT_RANGE.end());
         self
     }
 
@@ -191,7 +192,8 @@ impl WebhookServer {
     /// refuses it instead.
     #[must_use]
     pub fn with_max_connections(mut self, limit: usize) -> Self {
-        self.limits.connections = limit.clamp(*MAX_CONNECTIONS_RANGE.start(), *MAX_CONNECTIONS_RANGE.end());
+        self.limits.connections =
+            limit.clamp(*MAX_CONNECTIONS_RANGE.start(), *MAX_CONNECTIONS_RANGE.end());
         self
     }
 
