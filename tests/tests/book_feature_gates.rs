@@ -144,7 +144,7 @@ const CASES: &[Case] = &[
     },
     Case {
         problem: "unknown resource form",
-        source: Source::Yaml(b"strategies: {resources: {Pod: strict}}"),
+        source: Source::Yaml(b"strategies: {resources: {Pod: {default: strict}}}"),
     },
     Case {
         problem: "unknown operation",
@@ -185,12 +185,11 @@ fn problems_table() -> Result<String> {
         let (loader, source) = match &case.source {
             Source::Yaml(text) => (
                 loader.with_yaml("c.yaml", *text),
-                format!(
-                    "`c.yaml`: {}",
-                    code(&String::from_utf8_lossy(text).replace('\n', " "))
-                ),
+                // Bytes as Rust writes them: `\n` for a newline, `\xff` for a
+                // byte that is not UTF-8.
+                format!("`c.yaml`: {}", code(&text.escape_ascii().to_string())),
             ),
-            Source::Missing(path) => (loader.with_file(path), format!("`--config {path}`")),
+            Source::Missing(path) => (loader.with_file(path), format!("`{path}`, not there")),
             Source::Flag(value) => (
                 loader.with_feature_gates(*value),
                 format!("`--feature-gates={value}`"),
