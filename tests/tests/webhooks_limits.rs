@@ -1,7 +1,8 @@
 //! The webhook port as a public-facing TLS server: clients that stall in
 //! their headers or body are cut off within the configured time, the
 //! number of open connections is bounded, and the API server's calls are
-//! answered meanwhile.
+//! answered meanwhile; the limits set on `ManagerBuilder` are the ones the
+//! manager's server applies, and limits out of range are refused.
 //!
 //! ```text
 //! cargo test -p concord-tests --test webhooks_limits
@@ -15,7 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::webhook::{WebhookOptions, WebhookServer};
+use concord::webhook::{WebhookError, WebhookLimits, WebhookOptions, WebhookServer};
+use concord::{Error, Manager, ManagerArgs};
 use concord_testenv::TestEnv;
 use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
@@ -171,5 +173,181 @@ async fn open_connections_are_bounded() -> Result<()> {
 
     let _ = stop.send(());
     serving.await?;
+    Ok(())
+}
+
+/// Sends `lines` header lines, one every `every`, then (when `finish`)
+/// the blank line ending the headers; reads until the server closes.
+/// What the server sent, and how long after the first line it closed.
+async fn trickle(
+    address: SocketAddr,
+    ca: &str,
+    lines: usize,
+    every: Duration,
+    finish: bool,
+) -> Result<(String, Duration)> {
+    let tls = connect(address, ca).await?;
+    let (mut read, mut write) = tokio::io::split(tls);
+    let start = Instant::now();
+    let writing = tokio::spawn(async move {
+        let head = "GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n";
+        if write.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        for i in 0..lines {
+            tokio::time::sleep(every).await;
+            let line = format!("x-slow-{i}: yes\r\n");
+            if write.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        if finish {
+            let _ = write.write_all(b"\r\n").await;
+        }
+        // Keep the write half open until the server answers or closes.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+    });
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), read.read_to_end(&mut seen)).await;
+    let took = start.elapsed();
+    writing.abort();
+    Ok((String::from_utf8_lossy(&seen).into_owned(), took))
+}
+
+#[tokio::test]
+async fn the_manager_serves_webhooks_within_the_limits_set_on_its_builder() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    env.install_crd(Gizmo::crd()).await?;
+    let (ca, dir) = certs()?;
+    let hooks = webhooks(ns.name(), WebhookOptions::new());
+    // ANCHOR: builder_limits
+    let manager = Manager::builder("webhook-limits")
+        .with_client(env.client()?)
+        .with_args(ManagerArgs::new().with_webhook_server("127.0.0.1:0", dir.path()))
+        .with_signal_handling(false)
+        .with_webhooks(hooks.clone())
+        .with_webhook_limits(
+            WebhookLimits::new()
+                .with_header_read_timeout(Duration::from_secs(2))
+                .with_body_read_timeout(Duration::from_millis(1500))
+                .with_max_connections(16),
+        )
+        .build()
+        .await?;
+    // ANCHOR_END: builder_limits
+    let address = manager.webhook_address().unwrap();
+    let shutdown = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    let name = format!("builder-limits-{}", ns.name());
+    register(&admin()?, &hooks, &name, address, &ca).await?;
+    let pem = ca.pem().to_owned();
+
+    // Header lines every 250 ms: eleven of them take longer than the
+    // 2 s header read timeout, three do not.
+    let slow = tokio::spawn({
+        let pem = pem.clone();
+        async move { trickle(address, &pem, 11, Duration::from_millis(250), true).await }
+    });
+    let fast = tokio::spawn({
+        let pem = pem.clone();
+        async move { trickle(address, &pem, 3, Duration::from_millis(250), true).await }
+    });
+    // A body that stops halfway.
+    let mut in_body = connect(address, &pem).await?;
+    in_body
+        .write_all(
+            b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+              content-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVersion\":",
+        )
+        .await?;
+    let stalled_body = tokio::spawn(async move { until_closed(&mut in_body).await });
+
+    // The API server's calls are answered meanwhile.
+    let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
+    eventually(Duration::from_secs(30), "the validator to deny", || async {
+        matches!(api.create(&PostParams::default(), &gizmo("big", 500)).await,
+                 Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
+    })
+    .await?;
+
+    let (seen, took) = slow.await??;
+    assert!(
+        !seen.contains("200 OK"),
+        "headers sent over {took:?} were served: {seen}"
+    );
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(6),
+        "headers still arriving were cut off after {took:?}, not at the 2 s set"
+    );
+    let (seen, took) = fast.await??;
+    assert!(
+        seen.starts_with("HTTP/1.1 200"),
+        "headers sent within {took:?} were not served: {seen}"
+    );
+    let (seen, took) = stalled_body.await?;
+    assert!(seen.starts_with("HTTP/1.1 408"), "{seen}");
+    assert!(seen.contains("did not arrive within 1500 ms"), "{seen}");
+    assert!(
+        took < Duration::from_secs(6),
+        "a stalled body was cut off after {took:?}"
+    );
+
+    unregister(&admin()?, &name).await;
+    shutdown.shutdown();
+    running.await??;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_builder_refuses_webhook_limits_out_of_range() -> Result<()> {
+    let (_ca, dir) = certs()?;
+    // A client that reaches nothing: the limits are refused before any
+    // request is sent.
+    let unreachable = kube::Config::new("https://127.0.0.1:1".parse()?);
+    let built = Manager::builder("webhook-limits")
+        .with_kube_config(unreachable)
+        .with_args(ManagerArgs::new().with_webhook_server("127.0.0.1:0", dir.path()))
+        .with_signal_handling(false)
+        .with_webhooks(webhooks("unused", WebhookOptions::new()))
+        .with_webhook_limits(
+            WebhookLimits::new()
+                .with_header_read_timeout(Duration::ZERO)
+                .with_max_connections(usize::MAX),
+        )
+        .build()
+        .await;
+    let Err(error) = built else {
+        panic!("limits out of range were accepted");
+    };
+    assert!(
+        matches!(&error, Error::Webhook(WebhookError::Limits(problems)) if problems.len() == 2),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "invalid webhook server limits: the header read timeout must be from 10ms to 300s, \
+             found 0ns; the connection limit must be from 1 to 65536, found {}",
+            usize::MAX
+        )
+    );
+
+    // The server alone refuses them too, naming each.
+    let server = WebhookServer::bind(
+        "127.0.0.1:0".parse()?,
+        dir.path(),
+        webhooks("unused", WebhookOptions::new()),
+    )
+    .await?;
+    let refused = server
+        .try_with_limits(WebhookLimits::new().with_body_read_timeout(Duration::from_secs(3600)));
+    let Err(WebhookError::Limits(problems)) = refused else {
+        panic!("a body read timeout of an hour was accepted");
+    };
+    assert_eq!(
+        problems,
+        ["the body read timeout must be from 10ms to 300s, found 3600s"]
+    );
     Ok(())
 }

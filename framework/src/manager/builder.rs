@@ -40,6 +40,8 @@ pub struct ManagerBuilder {
     webhooks: Option<crate::webhook::Webhooks>,
     /// Webhook certificates the manager makes itself.
     managed_certificates: Option<crate::webhook::ManagedCertificates>,
+    /// What bounds a client of the webhook port; validated by `build`.
+    webhook_limits: crate::webhook::WebhookLimits,
 }
 
 impl Debug for ManagerBuilder {
@@ -198,6 +200,35 @@ impl ManagerBuilder {
         self
     }
 
+    /// What bounds a client of the webhook server: its header and body read
+    /// timeouts and its connection limit (defaults 10 s, 30 s, 256; see
+    /// [`WebhookLimits`](crate::webhook::WebhookLimits) for the ranges
+    /// accepted). Nothing is clamped: [`build`](Self::build) refuses a
+    /// value out of range. Without webhooks to serve, the limits are unused.
+    ///
+    /// ```no_run
+    /// # async fn demo(webhooks: concord::webhook::Webhooks) -> Result<(), concord::Error> {
+    /// use std::time::Duration;
+    /// use concord::Manager;
+    /// use concord::webhook::WebhookLimits;
+    /// let manager = Manager::builder("widgets")
+    ///     .with_webhooks(webhooks)
+    ///     .with_webhook_limits(
+    ///         WebhookLimits::new()
+    ///             .with_header_read_timeout(Duration::from_secs(2))
+    ///             .with_max_connections(64),
+    ///     )
+    ///     .build()
+    ///     .await?;
+    /// # let _ = manager;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_webhook_limits(mut self, limits: crate::webhook::WebhookLimits) -> Self {
+        self.webhook_limits = limits;
+        self
+    }
+
     /// Makes the webhook server's certificates instead of reading
     /// `--webhook-cert-dir`, as `--webhook-cert-managed` does (set here, it
     /// holds whatever [`with_args`](Self::with_args) says): a CA kept in a
@@ -296,12 +327,17 @@ impl ManagerBuilder {
     /// [`build_or_explain`](Self::build_or_explain) answers;
     /// [`Error::ShardingConfig`] when `--shards` is combined with
     /// `--leader-elect` or with the `locked` strategy, or the lease timings
-    /// leave no margin.
+    /// leave no margin; [`Error::Webhook`] with
+    /// [`WebhookError::Limits`](crate::webhook::WebhookError::Limits) when
+    /// a [`with_webhook_limits`](Self::with_webhook_limits) value is out of
+    /// range.
     pub async fn build(self) -> Result<Manager, Error> {
         if self.args.wants_explain() {
             return Err(Error::ExplainRequested);
         }
         let config = self.args.load_config(self.registry)?;
+        // Checked before anything connects, so a bad value fails at once.
+        self.webhook_limits.validate()?;
         super::checks::check_sharding(&self.args, &config)?;
         if self.args.shards.is_on() {
             sharding::validate(&self.leader)?;
@@ -406,7 +442,8 @@ impl ManagerBuilder {
                     None,
                     webhooks,
                 )
-                .await?;
+                .await?
+                .try_with_limits(self.webhook_limits)?;
                 (Some(server), Some(rotator))
             }
             (_, _, Some(_)) => {
@@ -422,7 +459,8 @@ impl ManagerBuilder {
             (Some(webhooks), Some(at), None) if !webhooks.is_empty() => (
                 Some(
                     crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks)
-                        .await?,
+                        .await?
+                        .try_with_limits(self.webhook_limits)?,
                 ),
                 None,
             ),
@@ -533,6 +571,7 @@ impl Manager {
             review_cache: (crate::secure::DEFAULT_TTL, crate::secure::DEFAULT_ENTRIES),
             webhooks: None,
             managed_certificates: None,
+            webhook_limits: crate::webhook::WebhookLimits::default(),
         }
     }
 }

@@ -27,6 +27,10 @@ pub enum WebhookError {
     /// The webhooks registered do not make sense together; every problem is listed.
     #[error("invalid webhook registration: {}", .0.join("; "))]
     Registration(Vec<String>),
+    /// The limits given to the webhook server are out of range; every
+    /// limit at fault is named ([`WebhookLimits`](super::WebhookLimits)).
+    #[error("invalid webhook server limits: {}", .0.join("; "))]
+    Limits(Vec<String>),
     /// The listener could not be bound.
     #[error("cannot listen on {address} for webhooks")]
     Bind {

@@ -9,6 +9,7 @@
 //! | [`check_spoke_round_trip`], [`check_hub_round_trip`] | prove a conversion loses nothing, on generated values |
 //! | [`Webhooks`] | what an operator serves, at paths derived from group, version and kind |
 //! | [`WebhookServer`] | the HTTPS server (rustls), certificates reloaded from `tls.crt`/`tls.key` |
+//! | [`WebhookLimits`] | how long a client may take to send headers and body, how many may connect |
 //! | [`ManagedCertificates`] | certificates the manager makes, stores, trusts and renews itself (no cert-manager) |
 //! | [`WebhookClient`] | generates the `ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration` and CRD `conversion` stanza |
 //! | [`kubernetes_formats`] | CRD schemas the API server enforces without warnings (`format: uint32` → `minimum: 0`) |
@@ -25,6 +26,7 @@ mod defaulting;
 mod error;
 mod fill;
 mod handler;
+mod limits;
 mod manifests;
 mod metrics;
 mod options;
@@ -43,6 +45,8 @@ pub use certs::ManagedCertificates;
 pub use conversion::{Conversion, Spoke};
 #[doc(inline)]
 pub use error::WebhookError;
+#[doc(inline)]
+pub use limits::{MAX_CONNECTIONS_RANGE, READ_TIMEOUT_RANGE, WebhookLimits};
 #[doc(inline)]
 pub use manifests::{INJECT_CA_FROM, WebhookClient};
 #[doc(inline)]

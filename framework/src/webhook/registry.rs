@@ -195,3 +195,47 @@ impl Webhooks {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(group: &str, version: &str, kind: &str, plural: &str) -> Target {
+        Target {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+
+    /// controller-runtime's `generateValidatePath`/`generateMutatePath`
+    /// (pkg/builder/webhook.go) give the same admission paths; conversion
+    /// is per CRD here, where controller-runtime serves one `/convert`.
+    #[test]
+    fn admission_paths_are_controller_runtimes_and_conversion_is_per_crd() {
+        let widget = target("demo.concord.dev", "v1", "Widget", "widgets");
+        assert_eq!(
+            widget.path("validate", true),
+            "/validate-demo-concord-dev-v1-widget"
+        );
+        assert_eq!(
+            widget.path("mutate", true),
+            "/mutate-demo-concord-dev-v1-widget"
+        );
+        assert_eq!(
+            widget.path("convert", false),
+            "/convert-demo-concord-dev-widget"
+        );
+        let config_map = target("", "v1", "ConfigMap", "configmaps");
+        assert_eq!(config_map.path("validate", true), "/validate--v1-configmap");
+        assert_eq!(
+            config_map.webhook_name("validate"),
+            "validate.configmaps.core.k8s.io"
+        );
+        assert_eq!(
+            widget.webhook_name("default"),
+            "default.widgets.demo.concord.dev"
+        );
+    }
+}

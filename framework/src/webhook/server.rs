@@ -15,18 +15,13 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use super::handler::{Answer, Handler, Outcome};
+use super::limits::{MAX_CONNECTIONS_RANGE, READ_TIMEOUT_RANGE};
 use super::tls::{ReloadingCert, server_config};
-use super::{WebhookError, WebhookMetrics, Webhooks};
+use super::{WebhookError, WebhookLimits, WebhookMetrics, Webhooks};
 use crate::serve::{BodyError, Limits, Respond, Tls, read_body};
 
 /// The largest request body read: conversion reviews carry many objects.
 const MAX_BODY: usize = 64 << 20;
-/// Default for [`WebhookServer::with_header_read_timeout`].
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default for [`WebhookServer::with_body_read_timeout`].
-const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default for [`WebhookServer::with_max_connections`].
-const MAX_CONNECTIONS: usize = 256;
 
 struct Route {
     name: String,
@@ -54,10 +49,10 @@ struct Route {
 /// - No client holds the server: the TLS handshake must finish within
 ///   10 s, the request headers within the header read timeout (10 s) and
 ///   the body within the body read timeout (30 s), or the connection is
-///   closed (a late body gets a 408 first). At most
-///   [`with_max_connections`](Self::with_max_connections) connections
-///   (256) are open at once; further clients wait in the listen backlog
-///   until one closes.
+///   closed (a late body gets a 408 first). At most 256 connections are
+///   open at once; further clients wait in the listen backlog until one
+///   closes. [`try_with_limits`](Self::try_with_limits) sets all three
+///   ([`WebhookLimits`]).
 pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
@@ -134,11 +129,7 @@ impl WebhookServer {
             routes: Arc::new(routes),
             metrics: Arc::new(WebhookMetrics::default()),
             reload_every: Duration::from_secs(1),
-            limits: Limits {
-                header_read: HEADER_READ_TIMEOUT,
-                body_read: BODY_READ_TIMEOUT,
-                connections: MAX_CONNECTIONS,
-            },
+            limits: WebhookLimits::new().to_limits()?,
         })
     }
 
@@ -149,29 +140,60 @@ impl WebhookServer {
         self
     }
 
+    /// Uses these limits (a [`WebhookLimits`], validated) instead of the
+    /// defaults.
+    ///
+    /// ```no_run
+    /// # async fn demo(webhooks: concord::webhook::Webhooks) -> Result<(), concord::webhook::WebhookError> {
+    /// use std::time::Duration;
+    /// use concord::webhook::{WebhookLimits, WebhookServer};
+    /// let server = WebhookServer::bind("127.0.0.1:9443".parse().unwrap(), "certs".as_ref(), webhooks)
+    ///     .await?
+    ///     .try_with_limits(WebhookLimits::new().with_header_read_timeout(Duration::from_secs(2)))?;
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::Limits`] naming every limit out of its range.
+    pub fn try_with_limits(mut self, limits: WebhookLimits) -> Result<Self, WebhookError> {
+        self.limits = limits.to_limits()?;
+        Ok(self)
+    }
+
     /// How long a client may take to send a request's headers, from the
-    /// moment the connection is ready for one (default 10 s, at least
-    /// 10 ms); a connection that takes longer is closed.
+    /// moment the connection is ready for one (default 10 s); a connection
+    /// that takes longer is closed. A value outside 10 ms to 300 s is
+    /// clamped into that range; [`try_with_limits`](Self::try_with_limits)
+    /// refuses it instead.
     #[must_use]
     pub fn with_header_read_timeout(mut self, limit: Duration) -> Self {
-        self.limits.header_read = limit.max(Duration::from_millis(10));
+        self.limits.header_read =
+            limit.clamp(*READ_TIMEOUT_RANGE.start(), *READ_TIMEOUT_RANGE.end());
         self
     }
 
     /// How long a client may take to send a request's body once its
-    /// headers are in (default 30 s, at least 10 ms); a late body is
-    /// answered with a 408 and the connection closed.
+    /// headers are in (default 30 s); a late body is answered with a 408
+    /// and the connection closed. A value outside 10 ms to 300 s is
+    /// clamped into that range; [`try_with_limits`](Self::try_with_limits)
+    /// refuses it instead.
     #[must_use]
     pub fn with_body_read_timeout(mut self, limit: Duration) -> Self {
-        self.limits.body_read = limit.max(Duration::from_millis(10));
+        self.limits.body_read = limit.clamp(*READ_TIMEOUT_RANGE.start(), *READ_TIMEOUT_RANGE.end());
         self
     }
 
-    /// How many connections may be open at once (default 256, at least 1);
-    /// the server accepts no more until one closes.
+    /// How many connections may be open at once (default 256); the server
+    /// accepts no more until one closes. A value outside 1 to 65,536 is
+    /// clamped into that range; [`try_with_limits`](Self::try_with_limits)
+    /// refuses it instead.
     #[must_use]
     pub fn with_max_connections(mut self, limit: usize) -> Self {
-        self.limits.connections = limit.max(1);
+        self.limits.connections =
+            limit.clamp(*MAX_CONNECTIONS_RANGE.start(), *MAX_CONNECTIONS_RANGE.end());
         self
     }
 
