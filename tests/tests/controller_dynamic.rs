@@ -70,6 +70,27 @@ fn yaml(name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// A manager named `name` with the strategy table `strategies` (YAML).
+async fn manager(env: &TestEnv, name: &str, strategies: Option<String>) -> Result<Manager> {
+    let mut args = ManagerArgs::new();
+    if let Some(text) = strategies {
+        args = args.with_config(yaml(name, &text));
+    }
+    Ok(Manager::builder(name)
+        .with_client(env.client()?)
+        .with_args(args)
+        .with_signal_handling(false)
+        .build()
+        .await?)
+}
+
+/// The table row `default: <strategy>` for the CRD of `plural`.
+fn row(plural: &str, strategy: &str) -> Option<String> {
+    Some(format!(
+        "strategies:\n  resources:\n    {plural}.{GROUP}:\n      default: {strategy}\n"
+    ))
+}
+
 /// Adds its finalizer and a `Ready` condition to every object it is
 /// handed, and records which it reconciled and with which strategy.
 struct Finalize {
@@ -149,16 +170,7 @@ async fn a_dynamic_controller_over_a_crd_unknown_at_compile_time_adds_its_finali
         .await?;
     }
 
-    let config = yaml(
-        "guarded",
-        &format!("strategies:\n  resources:\n    gizmos.{GROUP}:\n      default: guarded\n"),
-    );
-    let mut manager = Manager::builder("dynamic-test")
-        .with_client(env.client()?)
-        .with_args(ManagerArgs::new().with_config(config))
-        .with_signal_handling(false)
-        .build()
-        .await?;
+    let mut manager = manager(env, "dynamic-test", row("gizmos", "guarded")).await?;
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let strategies = Arc::new(Mutex::new(BTreeSet::new()));
     let reconciler = Finalize {
@@ -316,11 +328,7 @@ async fn a_dynamic_controller_with_a_label_selector_sees_only_the_objects_it_sel
             .await?;
     }
 
-    let mut manager = Manager::builder("dynamic-selector-test")
-        .with_client(env.client()?)
-        .with_signal_handling(false)
-        .build()
-        .await?;
+    let mut manager = manager(env, "dynamic-selector-test", None).await?;
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let strategies = Arc::new(Mutex::new(BTreeSet::new()));
     manager
@@ -423,16 +431,7 @@ async fn update_from_a_dynamic_controllers_trimmed_cache_keeps_last_applied_and_
     }
     let before: Vec<DynamicObject> = api.list(&Default::default()).await?.items;
 
-    let config = yaml(
-        "update",
-        &format!("strategies:\n  resources:\n    widgets.{GROUP}:\n      default: update\n"),
-    );
-    let mut manager = Manager::builder("dynamic-update-test")
-        .with_client(env.client()?)
-        .with_args(ManagerArgs::new().with_config(config))
-        .with_signal_handling(false)
-        .build()
-        .await?;
+    let mut manager = manager(env, "dynamic-update-test", row("widgets", "update")).await?;
     manager
         .controller_with("widgets", api.clone(), widgets.clone(), AddFinalizer)
         .add()?;
@@ -503,10 +502,7 @@ async fn update_from_a_dynamic_controllers_trimmed_cache_keeps_last_applied_and_
 #[test]
 fn the_permissions_of_a_dynamic_controller_come_from_its_resource() {
     let config = concord::featuregates::ConfigLoader::new()
-        .with_yaml(
-            "c.yaml",
-            format!("strategies:\n  resources:\n    gizmos.{GROUP}:\n      default: update\n"),
-        )
+        .with_yaml("c.yaml", row("gizmos", "update").unwrap_or_default())
         .load(concord::featuregates::FeatureRegistry::new())
         .unwrap();
     let gvk = GroupVersionKind::gvk(GROUP, "v1", "Gizmo");
