@@ -51,6 +51,28 @@ async fn connect(address: SocketAddr, ca: &str) -> Result<TlsStream<TcpStream>> 
 
 /// Reads until the server closes the connection (bounded by 20 s): what
 /// it sent, and how long it took.
+/// A connection that has sent a request's headers and the start of a
+/// 1,000-byte body, and nothing more.
+async fn stalled_in_body(address: SocketAddr, ca: &str) -> Result<TlsStream<TcpStream>> {
+    let mut tls = connect(address, ca).await?;
+    tls.write_all(
+        b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+          content-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVersion\":",
+    )
+    .await?;
+    Ok(tls)
+}
+
+/// Waits until the API server's admission call for a Gizmo out of bounds
+/// is answered by the validator, with a denial.
+async fn validator_denies(api: &Api<Gizmo>) -> Result<()> {
+    eventually(Duration::from_secs(30), "the validator to deny", || async {
+        matches!(api.create(&PostParams::default(), &gizmo("big", 500)).await,
+                 Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
+    })
+    .await
+}
+
 async fn until_closed(tls: &mut TlsStream<TcpStream>) -> (String, Duration) {
     let start = Instant::now();
     let mut seen = Vec::new();
@@ -85,24 +107,14 @@ async fn stalled_clients_are_cut_off_while_the_api_server_is_served() -> Result<
     in_headers
         .write_all(b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0")
         .await?;
-    let mut in_body = connect(address, &pem).await?;
-    in_body
-        .write_all(
-            b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0.0.1\r\n\
-              content-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVersion\":",
-        )
-        .await?;
+    let mut in_body = stalled_in_body(address, &pem).await?;
     let stalled_headers = tokio::spawn(async move { until_closed(&mut in_headers).await });
     let stalled_body = tokio::spawn(async move { until_closed(&mut in_body).await });
 
     // Meanwhile the API server's calls are answered: a Gizmo out of
     // bounds is denied by the validator, a good one defaulted.
     let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
-    eventually(Duration::from_secs(30), "the validator to deny", || async {
-        matches!(api.create(&PostParams::default(), &gizmo("big", 500)).await,
-                 Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
-    })
-    .await?;
+    validator_denies(&api).await?;
     let created = api
         .create(&PostParams::default(), &gizmo("fine", 5))
         .await?;
@@ -254,22 +266,12 @@ async fn the_manager_serves_webhooks_within_the_limits_set_on_its_builder() -> R
         async move { trickle(address, &pem, 3, Duration::from_millis(250), true).await }
     });
     // A body that stops halfway.
-    let mut in_body = connect(address, &pem).await?;
-    in_body
-        .write_all(
-            b"POST /validate-webhooks-test-concord-dev-v1-gizmo HTTP/1.1\r\nhost: 127.0.0.1\r\n\
-              content-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVersion\":",
-        )
-        .await?;
+    let mut in_body = stalled_in_body(address, &pem).await?;
     let stalled_body = tokio::spawn(async move { until_closed(&mut in_body).await });
 
     // The API server's calls are answered meanwhile.
     let api: Api<Gizmo> = Api::namespaced(ns.client(), ns.name());
-    eventually(Duration::from_secs(30), "the validator to deny", || async {
-        matches!(api.create(&PostParams::default(), &gizmo("big", 500)).await,
-                 Err(kube::Error::Api(s)) if s.message.contains("spec.size must be"))
-    })
-    .await?;
+    validator_denies(&api).await?;
 
     let (seen, took) = slow.await??;
     assert!(
