@@ -204,7 +204,7 @@ pub fn handover(f: &Figures) -> String {
     let pick = |samples: &[Sample], f: fn(&Sample) -> Option<Duration>| -> Vec<Duration> {
         samples.iter().filter_map(f).collect()
     };
-    let (l, c) = (&f.leaves, &f.crashes);
+    let (l, c) = (f.leaves.as_slice(), f.crashes.as_slice());
     row(
         &mut out,
         "**clean leave: every moved object reconciled by its new owner**",
