@@ -149,11 +149,7 @@ pub async fn run(args: Args) -> Result<()> {
                 cached = shard.keys_cached();
                 println!("c {cached}");
             }
-            let key = (
-                shard.ring_version(),
-                shard.settled(),
-                shard.members().len(),
-            );
+            let key = (shard.ring_version(), shard.settled(), shard.members().len());
             if key != last {
                 let (version, line) = view_line(&shard, &namespace, objects);
                 // The view may have moved while the line was computed: the

@@ -120,9 +120,7 @@ async fn ceiling(
     results.into_iter().collect::<Result<Vec<()>>>()?;
     let started = Instant::now();
     loop {
-        if let Some(took) = span_to(&labels.lock().unwrap().ceiling, since, |_| {
-            value.to_owned()
-        }) {
+        if let Some(took) = span_to(&labels.lock().unwrap().ceiling, since, |_| value.to_owned()) {
             return Ok(took);
         }
         ensure!(
@@ -254,7 +252,10 @@ async fn measure(
         .collect();
     let waited = Instant::now();
     loop {
-        let cached: Vec<usize> = live.iter().map(|p| p.state.lock().unwrap().cached).collect();
+        let cached: Vec<usize> = live
+            .iter()
+            .map(|p| p.state.lock().unwrap().cached)
+            .collect();
         if cached == owned {
             break;
         }

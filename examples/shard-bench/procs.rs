@@ -329,6 +329,17 @@ impl Proc {
     }
 }
 
+/// A run that fails midway leaves no replica behind (on a cluster of
+/// `$CONCORD_TEST_KUBECONFIG` nothing else would stop it).
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// Pairs of reconciles of one object on two replicas that overlapped in
 /// time (a reconcile still open counts as running to the end), and the
 /// reconciles recorded.
@@ -372,9 +383,18 @@ mod tests {
             start,
             end: Some(end),
         };
-        assert_eq!(overlaps(&log_of(vec![span(0, 0, 10), span(1, 10, 20)])), (0, 2));
-        assert_eq!(overlaps(&log_of(vec![span(0, 0, 10), span(1, 5, 20)])), (1, 2));
-        assert_eq!(overlaps(&log_of(vec![span(0, 0, 10), span(0, 5, 20)])), (0, 2));
+        assert_eq!(
+            overlaps(&log_of(vec![span(0, 0, 10), span(1, 10, 20)])),
+            (0, 2)
+        );
+        assert_eq!(
+            overlaps(&log_of(vec![span(0, 0, 10), span(1, 5, 20)])),
+            (1, 2)
+        );
+        assert_eq!(
+            overlaps(&log_of(vec![span(0, 0, 10), span(0, 5, 20)])),
+            (0, 2)
+        );
         let open = Span {
             replica: 0,
             start: 0,
@@ -388,7 +408,12 @@ mod tests {
         let view = parse_view(&["5", "2", "1", "3", "0,7"]).unwrap();
         assert_eq!((view.version, view.settled, view.members), (2, true, 3));
         assert_eq!(view.owned, [0, 7]);
-        assert!(parse_view(&["5", "2", "1", "3", "-"]).unwrap().owned.is_empty());
+        assert!(
+            parse_view(&["5", "2", "1", "3", "-"])
+                .unwrap()
+                .owned
+                .is_empty()
+        );
         assert!(parse_view(&["5", "2", "1"]).is_none());
     }
 }

@@ -200,7 +200,10 @@ async fn event(
 /// Runs the report, prints it, and writes its tables into `--out`.
 pub async fn run(args: Args) -> Result<()> {
     ensure!(args.replicas >= 2, "--replicas must be at least 2");
-    ensure!(args.objects >= args.replicas, "--objects must be at least --replicas");
+    ensure!(
+        args.objects >= args.replicas,
+        "--objects must be at least --replicas"
+    );
     let began = Instant::now();
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;

@@ -129,7 +129,10 @@ impl Figures {
 }
 
 fn rate(objects: usize, took: Duration) -> String {
-    format!("{:.0}", objects as f64 / took.as_secs_f64().max(f64::EPSILON))
+    format!(
+        "{:.0}",
+        objects as f64 / took.as_secs_f64().max(f64::EPSILON)
+    )
 }
 
 /// The targets and their verdicts.

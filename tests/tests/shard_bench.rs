@@ -190,7 +190,11 @@ fn report_writes_consistent_tables_and_no_object_is_reconciled_by_two_replicas_a
         "{handover:?}"
     );
     let joins = (2 * EVENTS).to_string();
-    assert_eq!(events("join").as_deref(), Some(joins.as_str()), "{handover:?}");
+    assert_eq!(
+        events("join").as_deref(),
+        Some(joins.as_str()),
+        "{handover:?}"
+    );
     let placement_rows = rows(&read(&out, "placement.md")?);
     assert_eq!(placement_rows.len(), 3, "{placement_rows:?}");
     assert!(
