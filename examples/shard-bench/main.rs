@@ -18,8 +18,15 @@
 //!   ConfigMaps; the leader crashes, and the time until the standby's first
 //!   reconcile and until it has reconciled every object is measured with
 //!   its caches warm (the default) and cold (`--cold-standby`).
+//! - `report`: the figures the book's scaling page shows. Three replica
+//!   processes on 10,000 ConfigMaps; 20 clean leaves (SIGTERM) and 20
+//!   crashes (SIGKILL), each handover's p50, p99 and max; `label` mode's
+//!   placement of every object against the API server's PATCH ceiling
+//!   measured in the same run; reconciles of one object by two replicas
+//!   at once (any fails the run). It writes Markdown tables into `--out`.
 //!
 //! ```text
+//! cargo run --release -p concord-examples --example shard-bench -- report --out book/src/scaling-out
 //! cargo run --release -p concord-examples --example shard-bench -- handover
 //! cargo run --release -p concord-examples --example shard-bench -- standby --objects 10000
 //! cargo run --release -p concord-examples --example shard-bench -- memory --pods 10000
@@ -31,16 +38,21 @@
 
 mod fleet;
 mod handover;
+mod member;
 mod memory;
+mod placement;
+mod procs;
 mod replica;
+mod report;
 mod standby;
 mod stats;
+mod tables;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(about = "sharding benchmarks: handover time and label-mode memory")]
+#[command(about = "sharding benchmarks: handover time, label-mode placement and memory")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,6 +66,12 @@ enum Command {
     Memory(memory::Args),
     /// A leader's crash with a warm standby and with a cold one.
     Standby(standby::Args),
+    /// Handover on SIGTERM and SIGKILL of replica processes, `label`
+    /// placement against the PATCH ceiling, double reconciles: the book's tables.
+    Report(Box<report::Args>),
+    /// One replica process of the `report` benchmark (started by it).
+    #[command(hide = true)]
+    Member(Box<member::Args>),
     /// One replica process of the `memory` benchmark (started by it).
     #[command(hide = true)]
     Replica(Box<replica::Args>),
@@ -72,6 +90,8 @@ fn main() -> Result<()> {
         Command::Handover(args) => runtime.block_on(handover::run(args)),
         Command::Memory(args) => runtime.block_on(memory::run(args)),
         Command::Standby(args) => runtime.block_on(standby::run(args)),
+        Command::Report(args) => runtime.block_on(report::run(*args)),
+        Command::Member(args) => runtime.block_on(member::run(*args)),
         Command::Replica(args) => runtime.block_on(replica::run(*args)),
     }
 }

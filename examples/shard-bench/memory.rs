@@ -31,6 +31,10 @@ pub struct Args {
     /// Seconds to keep running after the caches synced before reading RSS.
     #[arg(long, default_value_t = 5)]
     settle_secs: u64,
+    /// Directory the Markdown table `memory.md` is written to (the book
+    /// includes it from `book/src/scaling-out`).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 /// A replica process and the last status line it printed.
@@ -97,7 +101,6 @@ impl Proc {
 /// What one replica used, once synced.
 struct Usage {
     mode: &'static str,
-    pid: u32,
     cached: u64,
     rss: u64,
     hwm: u64,
@@ -175,9 +178,10 @@ pub async fn run(args: Args) -> Result<()> {
             && p.iter().map(|(cached, ..)| cached).sum::<u64>() == pods
     })
     .await?;
+    let label_sync = started.elapsed();
     println!(
         "{n} label replicas synced their shards in {:.1} s",
-        started.elapsed().as_secs_f64()
+        label_sync.as_secs_f64()
     );
     tokio::time::sleep(settle).await;
     let leases: Api<Lease> = Api::namespaced(ns.client(), ns.name());
@@ -200,13 +204,12 @@ pub async fn run(args: Args) -> Result<()> {
         let (cached, ..) = proc.progress().context("a status line")?;
         let pid = proc.child.id();
         let mode = if Some(pid) == sharder {
-            "label (sharder)"
+            "`label`, the sharder"
         } else {
-            "label"
+            "`label`"
         };
         usage.push(Usage {
             mode,
-            pid,
             cached,
             rss,
             hwm,
@@ -219,15 +222,15 @@ pub async fn run(args: Args) -> Result<()> {
     let single = Proc::spawn(env, ns.name(), "off")?;
     let started = Instant::now();
     wait_for(std::slice::from_ref(&single), |p| p[0].0 == pods).await?;
+    let single_sync = started.elapsed();
     println!(
         "the unsharded replica synced in {:.1} s",
-        started.elapsed().as_secs_f64()
+        single_sync.as_secs_f64()
     );
     tokio::time::sleep(settle).await;
     let (rss, hwm) = single.memory()?;
     let unsharded = Usage {
-        mode: "off (unsharded)",
-        pid: single.child.id(),
+        mode: "unsharded (`off`)",
         cached: pods,
         rss,
         hwm,
@@ -235,31 +238,40 @@ pub async fn run(args: Args) -> Result<()> {
     single.stop()?;
 
     let mib = |kib: u64| kib as f64 / 1024.0;
-    println!();
-    println!(
-        "{} Pods ({} B padding each); RSS after the cache synced + {} s",
-        args.pods, args.pad_bytes, args.settle_secs
+    let met = usage.iter().filter(|u| u.rss * 2 <= unsharded.rss).count();
+    let mut table = format!(
+        "{} Pods, {} B of annotation each; {n} `--shards=label` replica processes synced their shards in {:.1} s, \
+         the unsharded one its cache in {:.1} s; memory read {} s after each synced.\n\n",
+        args.pods,
+        args.pad_bytes,
+        label_sync.as_secs_f64(),
+        single_sync.as_secs_f64(),
+        args.settle_secs
     );
-    println!(
-        "  {:<16} {:>8} {:>8} {:>10} {:>10} {:>9}",
-        "replica", "pid", "cached", "VmRSS MiB", "VmHWM MiB", "RSS ratio"
-    );
+    table.push_str("| replica | cached | VmRSS (MiB) | VmHWM (MiB) | RSS / unsharded |\n");
+    table.push_str("| --- | ---: | ---: | ---: | ---: |\n");
     for u in usage.iter().chain(std::iter::once(&unsharded)) {
-        println!(
-            "  {:<16} {:>8} {:>8} {:>10.1} {:>10.1} {:>9.2}",
+        table.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {:.2} |\n",
             u.mode,
-            u.pid,
             u.cached,
             mib(u.rss),
             mib(u.hwm),
             u.rss as f64 / unsharded.rss as f64
-        );
+        ));
     }
-    let met = usage.iter().filter(|u| u.rss * 2 <= unsharded.rss).count();
-    println!(
-        "  target: each sharded replica's RSS ≤ 0.5 × the unsharded one's: {met} of {} within",
+    table.push_str(&format!(
+        "\nTarget: each sharded replica's RSS ≤ 0.5 × the unsharded one's: {met} of {} within.\n",
         usage.len()
-    );
+    ));
+    println!();
+    println!("{table}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("memory.md");
+        std::fs::write(&path, &table).with_context(|| format!("writing {}", path.display()))?;
+        println!("written: {}", path.display());
+    }
     let namespaces: Api<Namespace> = Api::all(ns.client());
     namespaces
         .delete(ns.name(), &DeleteParams::default())
