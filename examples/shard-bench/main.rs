@@ -15,9 +15,10 @@
 //!   target (each sharded replica ≤ 0.5 × the unsharded one).
 //!
 //! - `standby`: a `--leader-elect` leader and one standby on `--objects`
-//!   ConfigMaps; the leader crashes, and the time until the standby's first
-//!   reconcile and until it has reconciled every object is measured with
-//!   its caches warm (the default) and cold (`--cold-standby`).
+//!   ConfigMaps; the leader crashes, and the time until the standby takes
+//!   the Lease, until its first reconcile and until it has reconciled every
+//!   object is measured with its caches warm (the default) and cold
+//!   (`--cold-standby`).
 //! - `report`: the figures the book's scaling page shows. Three replica
 //!   processes on 10,000 ConfigMaps; 20 clean leaves (SIGTERM) and 20
 //!   crashes (SIGKILL), each handover's p50, p99 and max; `label` mode's
