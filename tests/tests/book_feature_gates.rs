@@ -49,8 +49,16 @@ async fn kueue_finalizer(args: &[&str]) -> Result<String> {
     let text = match built {
         Ok(Built::Explained(text)) => text,
         Ok(Built::Manager(_)) => anyhow::bail!("{args:?} built a manager"),
-        // What `fn main() -> anyhow::Result<()>` prints.
-        Err(error) => format!("Error: {:?}\n", anyhow::Error::from(error)),
+        // What `fn main() -> anyhow::Result<()>` prints, less the stack
+        // backtrace it adds when `RUST_BACKTRACE` or `RUST_LIB_BACKTRACE`
+        // is set (as in many shells and CI runners).
+        Err(error) => {
+            let printed = format!("Error: {:?}", anyhow::Error::from(error));
+            let message = printed
+                .split_once("\n\nStack backtrace:")
+                .map_or(printed.as_str(), |(message, _)| message);
+            format!("{message}\n")
+        }
     };
     Ok(relative(&text))
 }
