@@ -114,7 +114,7 @@ pub(crate) struct Shared<K: AnyObject, R: Reconciler<K>> {
     pub(crate) policy: Policy<K, R::Error>,
     pub(crate) name: String,
     /// The sharding gate, when the manager is sharded.
-    pub(crate) shard: Option<Arc<crate::sharding::hooks::Gate>>,
+    pub(crate) shard: Option<shard::Seat>,
 }
 
 fn key_of<K: Resource>(object: &K) -> String {
@@ -142,7 +142,7 @@ where
     let Some(result) = shard::fenced(shared.shard.as_ref(), work).await else {
         shared.counters.in_flight.fetch_sub(1, Relaxed);
         tracing::warn!(controller = %shared.name, object = %key, "reconcile cancelled: the shard membership lease was not renewed in time");
-        return Ok(Action::await_change());
+        return Ok(shard::cancelled(shared.shard.as_ref(), &key));
     };
     drop(admission);
     shared.counters.in_flight.fetch_sub(1, Relaxed);

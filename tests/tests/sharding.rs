@@ -102,6 +102,7 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
     let names = create_config_maps(&api, 1_200).await?;
     let all = keys(ns.name(), &names);
     let log: Log = Arc::default();
+    let start = Instant::now();
     let mut replicas = Vec::new();
     for i in 0..3 {
         replicas.push(replica(env.client()?, ns.name(), i, &log).await?);
@@ -119,6 +120,13 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
         &names,
         &replicas.iter().enumerate().collect::<Vec<_>>(),
     )?;
+    ensure!(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
+            &log, &before, &all, start
+        ))
+        .await,
+        "the three replicas did not reconcile every object"
+    );
 
     // A fourth replica joins mid-run.
     let joined = Instant::now();
@@ -166,6 +174,20 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
         "join: moved keys reconciled by the newcomer {:?} after it started",
         joined.elapsed()
     );
+    // A view change re-runs only the reconciles of keys that moved.
+    let kept: Vec<String> = all
+        .iter()
+        .filter(|k| before[*k] == after[*k])
+        .cloned()
+        .collect();
+    let again = reconciled_since(&log, &kept, joined);
+    ensure!(
+        again.is_empty(),
+        "the join reconciled {} of {} keys that did not move, e.g. {:?}",
+        again.len(),
+        kept.len(),
+        again.first()
+    );
 
     // Replica 1 crashes: its tasks are aborted, its Lease is not released.
     let crashed = replicas.remove(1);
@@ -193,6 +215,15 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
         "crash: {} keys reconciled by their new owners {:?} after the crash (lease duration 3 s)",
         lost.len(),
         crash.elapsed()
+    );
+    let stayed: Vec<String> = all.iter().filter(|k| after[*k] != 1).cloned().collect();
+    let again = reconciled_since(&log, &stayed, crash);
+    ensure!(
+        again.is_empty(),
+        "the crash reconciled {} of {} keys whose owner lives, e.g. {:?}",
+        again.len(),
+        stayed.len(),
+        again.first()
     );
     let overlapping = overlaps(&log);
     ensure!(

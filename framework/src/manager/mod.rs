@@ -333,7 +333,7 @@ impl Manager {
             attempts: Attempts::default(),
             policy,
             name: name.to_owned(),
-            shard,
+            shard: shard.as_ref().map(crate::sharding::hooks::Seat::at),
         });
         self.controllers.push(pending(
             cache,

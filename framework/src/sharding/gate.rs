@@ -2,7 +2,7 @@
 //! only while this replica owns it, has claimed it in its Lease, and every
 //! other live member has acknowledged a view in which it does not own it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
@@ -37,6 +37,33 @@ struct State {
     /// Live Leases of the same ring name whose configuration differs from
     /// ours and whose scope overlaps it: while there is one, nothing starts.
     refused: Vec<String>,
+    /// Per controller seat, the keys it was refused or had cancelled, to
+    /// offer again when they may start: a wake re-runs only these, never
+    /// the reconciles of keys that did not move.
+    deferred: Vec<HashSet<String>>,
+}
+
+impl State {
+    /// Whether `key` may start on `me` now (see [`ShardGate::try_start`]).
+    fn admits(&self, me: &str, key: &str) -> bool {
+        Instant::now() < self.fence
+            && self.refused.is_empty()
+            && self.target.owns(me, key)
+            && self.claims.iter().all(|claim| claim.owns(me, key))
+            && self.peers.as_ref().is_some_and(|peers| {
+                peers
+                    .iter()
+                    .all(|peer| peer.id == me || !peer.acked.owns(&peer.id, key))
+            })
+    }
+
+    /// The deferred keys of `seat` (a seat the gate handed out).
+    fn deferred(&mut self, seat: usize) -> &mut HashSet<String> {
+        if self.deferred.len() <= seat {
+            self.deferred.resize_with(seat + 1, HashSet::new);
+        }
+        &mut self.deferred[seat]
+    }
 }
 
 /// Lists the `namespace/name` keys of one controller's store.
@@ -108,6 +135,7 @@ impl ShardGate {
                 fence: Instant::now(),
                 in_flight: HashMap::new(),
                 refused: Vec::new(),
+                deferred: Vec::new(),
             }),
             drained: Notify::new(),
             wake,
@@ -133,21 +161,22 @@ impl ShardGate {
         &self.me
     }
 
-    /// Admits `key` into a reconcile, or `None` when this replica must not
-    /// reconcile it now (not its key, not yet handed over, or fenced).
-    pub(crate) fn try_start(self: &Arc<Self>, key: &str) -> Option<InFlight> {
+    /// A seat for one controller: the keys it is refused are kept under it
+    /// until they may start ([`Self::startable`]).
+    pub(crate) fn seat(&self) -> usize {
         let mut state = self.lock();
-        let me = self.me.as_str();
-        let admitted = Instant::now() < state.fence
-            && state.refused.is_empty()
-            && state.target.owns(me, key)
-            && state.claims.iter().all(|claim| claim.owns(me, key))
-            && state.peers.as_ref().is_some_and(|peers| {
-                peers
-                    .iter()
-                    .all(|peer| peer.id == me || !peer.acked.owns(&peer.id, key))
-            });
-        if !admitted {
+        state.deferred.push(HashSet::new());
+        state.deferred.len() - 1
+    }
+
+    /// Admits `key` into a reconcile, or `None` when this replica must not
+    /// reconcile it now (not its key, not yet handed over, or fenced); a
+    /// refused key is deferred under `seat` in the same step, so a wake
+    /// that follows any change of the gate's state finds it.
+    pub(crate) fn try_start(self: &Arc<Self>, seat: usize, key: &str) -> Option<InFlight> {
+        let mut state = self.lock();
+        if !state.admits(&self.me, key) {
+            state.deferred(seat).insert(key.to_owned());
             return None;
         }
         *state.in_flight.entry(key.to_owned()).or_insert(0) += 1;
@@ -155,6 +184,30 @@ impl ShardGate {
             gate: self.clone(),
             key: key.to_owned(),
         })
+    }
+
+    /// Defers `key`, whose reconcile the fence cancelled, under `seat`; or,
+    /// when it may start again already (the fence was restored before this
+    /// call), says so and keeps nothing: the caller requeues it itself.
+    pub(crate) fn defer(&self, seat: usize, key: &str) -> bool {
+        let mut state = self.lock();
+        if state.admits(&self.me, key) {
+            return true;
+        }
+        state.deferred(seat).insert(key.to_owned());
+        false
+    }
+
+    /// Takes the deferred keys of `seat` that may start now, dropping those
+    /// for which `cached` is false (deleted objects); the rest stay.
+    pub(crate) fn startable(&self, seat: usize, cached: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut state = self.lock();
+        let mut keys = std::mem::take(state.deferred(seat));
+        keys.retain(|key| cached(key));
+        let (now, later): (Vec<String>, Vec<String>) =
+            keys.into_iter().partition(|key| state.admits(&self.me, key));
+        state.deferred(seat).extend(later);
+        now
     }
 
     /// Whether `key` belongs to this replica in the view it acknowledged.
@@ -367,7 +420,7 @@ mod tests {
         let claim = b.next_claim();
         b.claimed(&claim);
         // Our write must be followed by a fresh read of the peers.
-        assert!(b.try_start(&key).is_none());
+        assert!(b.try_start(0, &key).is_none());
         b.observed(
             both.clone(),
             vec![Peer {
@@ -376,7 +429,7 @@ mod tests {
             }],
             vec![],
         );
-        assert!(b.try_start(&key).is_none(), "a still claims the key");
+        assert!(b.try_start(0, &key).is_none(), "a still claims the key");
         b.observed(
             both.clone(),
             vec![Peer {
@@ -385,7 +438,7 @@ mod tests {
             }],
             vec![],
         );
-        assert!(b.try_start(&key).is_some());
+        assert!(b.try_start(0, &key).is_some());
     }
 
     #[test]
@@ -398,7 +451,7 @@ mod tests {
         let first = a.next_claim();
         a.claimed(&first);
         a.observed(alone.clone(), vec![], vec![]);
-        let running = a.try_start(&moving).expect("a owns every key alone");
+        let running = a.try_start(0, &moving).expect("a owns every key alone");
         a.observed(
             both.clone(),
             vec![Peer {
@@ -407,7 +460,7 @@ mod tests {
             }],
             vec![],
         );
-        assert!(a.try_start(&moving).is_none(), "no new start of a lost key");
+        assert!(a.try_start(0, &moving).is_none(), "no new start of a lost key");
         assert_eq!(a.next_claim(), alone, "cannot acknowledge while draining");
         drop(running);
         assert_eq!(a.next_claim(), both);
@@ -436,10 +489,10 @@ mod tests {
         let claim = a.next_claim();
         a.claimed(&claim);
         a.observed(alone.clone(), vec![], vec!["ring-0badc0de-b".into()]);
-        assert!(a.try_start("ns/x").is_none(), "it may own any key");
+        assert!(a.try_start(0, "ns/x").is_none(), "it may own any key");
         a.observed(alone, vec![], vec![]);
         assert!(
-            a.try_start("ns/x").is_some(),
+            a.try_start(0, "ns/x").is_some(),
             "gone: the ring is ours again"
         );
     }
@@ -452,8 +505,48 @@ mod tests {
         let claim = a.next_claim();
         a.claimed(&claim);
         a.observed(alone, vec![], vec![]);
-        assert!(a.try_start("ns/x").is_some());
+        assert!(a.try_start(0, "ns/x").is_some());
         a.set_fence(Instant::now());
-        assert!(a.try_start("ns/x").is_none());
+        assert!(a.try_start(0, "ns/x").is_none());
+    }
+
+    #[test]
+    fn a_wake_offers_only_the_keys_refused_and_now_startable() {
+        let alone = View::new(["a".to_owned()]);
+        let both = View::new(["a".to_owned(), "b".to_owned()]);
+        let kept = key_owned_by(&both, "a");
+        let moving = key_owned_by(&both, "b");
+        let gone = format!("{moving}-deleted");
+        let b = gate("b");
+        let seat = b.seat();
+        let other = b.seat();
+        b.observed(
+            both.clone(),
+            vec![Peer {
+                id: "a".into(),
+                acked: alone,
+            }],
+            vec![],
+        );
+        let claim = b.next_claim();
+        b.claimed(&claim);
+        for key in [&kept, &moving, &gone] {
+            assert!(b.try_start(seat, key).is_none());
+        }
+        let cached = |key: &str| key != gone;
+        assert!(b.startable(seat, cached).is_empty(), "a has not acknowledged");
+        b.observed(
+            both.clone(),
+            vec![Peer {
+                id: "a".into(),
+                acked: both,
+            }],
+            vec![],
+        );
+        assert!(b.startable(other, cached).is_empty(), "seats keep their own keys");
+        assert_eq!(b.startable(seat, cached), vec![moving.clone()]);
+        assert!(b.startable(seat, cached).is_empty(), "taken once");
+        assert!(!b.defer(seat, &kept), "a's key stays deferred");
+        assert!(b.defer(seat, &moving), "a startable key is requeued by its caller");
     }
 }

@@ -3,10 +3,14 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
 
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::Controller;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
 use super::gate::{InFlight, ShardGate};
@@ -19,15 +23,33 @@ pub(crate) enum Admission {
     Unsharded,
     /// Yes; the key counts as in a reconcile here until this is dropped.
     Admitted(#[allow(dead_code)] InFlight),
-    /// No: another replica owns the key, or it has not been handed over yet.
+    /// No: another replica owns the key, or it has not been handed over
+    /// yet. The key is deferred: a wake offers it again once it may start.
     Refused,
 }
 
+/// One controller's place at its replica's gate.
+#[derive(Debug)]
+pub(crate) struct Seat {
+    gate: Arc<ShardGate>,
+    seat: usize,
+}
+
+impl Seat {
+    /// A new seat at `gate` for one controller.
+    pub(crate) fn at(gate: &Arc<ShardGate>) -> Self {
+        Seat {
+            gate: gate.clone(),
+            seat: gate.seat(),
+        }
+    }
+}
+
 /// Asks the gate whether `key` may be reconciled here now.
-pub(crate) fn admit(gate: Option<&Arc<ShardGate>>, key: &str) -> Admission {
-    match gate {
+pub(crate) fn admit(seat: Option<&Seat>, key: &str) -> Admission {
+    match seat {
         None => Admission::Unsharded,
-        Some(gate) => match gate.try_start(key) {
+        Some(s) => match s.gate.try_start(s.seat, key) {
             Some(in_flight) => Admission::Admitted(in_flight),
             None => Admission::Refused,
         },
@@ -37,13 +59,23 @@ pub(crate) fn admit(gate: Option<&Arc<ShardGate>>, key: &str) -> Admission {
 /// Runs `work`, dropping it (and returning `None`) if the membership fence
 /// passes first: a replica that could not renew its Lease stops working
 /// before the Lease can expire and the key move.
-pub(crate) async fn fenced<F: Future>(gate: Option<&Arc<ShardGate>>, work: F) -> Option<F::Output> {
-    match gate {
+pub(crate) async fn fenced<F: Future>(seat: Option<&Seat>, work: F) -> Option<F::Output> {
+    match seat {
         None => Some(work.await),
-        Some(gate) => tokio::select! {
+        Some(s) => tokio::select! {
             output = work => Some(output),
-            () = gate.fenced() => None,
+            () = s.gate.fenced() => None,
         },
+    }
+}
+
+/// After the fence cancelled the reconcile of `key`: what to do with it.
+/// It is deferred until a wake offers it again, unless it may start
+/// already (the fence was restored meanwhile): then it is requeued now.
+pub(crate) fn cancelled(seat: Option<&Seat>, key: &str) -> Action {
+    match seat {
+        Some(s) if !s.gate.defer(s.seat, key) => Action::await_change(),
+        _ => Action::requeue(Duration::ZERO),
     }
 }
 
@@ -55,15 +87,17 @@ pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
     }
 }
 
-/// Offers every cached object to the gate again whenever keys may have
-/// become startable, and lets the gate count the keys in the store.
+/// Offers the keys this controller was refused or had cancelled again
+/// whenever they may have become startable — only those: objects that did
+/// not move are not reconciled again — and lets the gate count the keys in
+/// the store.
 pub(crate) fn attach<K: AnyObject>(
-    gate: Option<&Arc<ShardGate>>,
+    seat: Option<&Seat>,
     api: &Api<K>,
     dyntype: &K::DynamicType,
     controller: Controller<K>,
 ) -> Controller<K> {
-    let Some(gate) = gate else {
+    let Some(Seat { gate, seat }) = seat else {
         return controller;
     };
     if let Some(label) = gate.label.get() {
@@ -74,15 +108,31 @@ pub(crate) fn attach<K: AnyObject>(
         ));
     }
     let store = controller.store();
+    let listed = store.clone();
     gate.add_lister(Box::new(move || {
-        store
+        listed
             .state()
             .iter()
             .map(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()))
             .collect()
     }));
-    controller.reconcile_all_on(gate.wakes())
+    let (offered, seat, dyntype) = (gate.clone(), *seat, dyntype.clone());
+    let triggers = gate.wakes().flat_map(move |()| {
+        let cached = |key: &str| store.get(&object_ref::<K>(key, &dyntype)).is_some();
+        let keys = offered.startable(seat, cached);
+        let dyntype = dyntype.clone();
+        futures::stream::iter(keys.into_iter().map(move |key| object_ref(&key, &dyntype)))
+    });
+    controller.reconcile_on(triggers)
 }
 
-/// The gate type controllers hold.
-pub(crate) type Gate = ShardGate;
+/// The reference of the object whose key is `namespace/name`.
+fn object_ref<K: AnyObject>(key: &str, dyntype: &K::DynamicType) -> ObjectRef<K> {
+    let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+    let object = ObjectRef::new_with(name, dyntype.clone());
+    if namespace.is_empty() {
+        object
+    } else {
+        object.within(namespace)
+    }
+}

@@ -303,3 +303,15 @@ pub(crate) fn reconciled_by_owner_since(
         })
     })
 }
+
+/// The keys of `keys` that some replica started a reconcile of after `since`.
+pub(crate) fn reconciled_since(log: &Log, keys: &[String], since: Instant) -> Vec<String> {
+    let log = log.lock().unwrap();
+    keys.iter()
+        .filter(|k| {
+            log.get(*k)
+                .is_some_and(|spans| spans.iter().any(|s| s.start_after(since)))
+        })
+        .cloned()
+        .collect()
+}
