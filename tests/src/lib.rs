@@ -53,6 +53,43 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace().join("target"))
 }
 
+/// Builds every binary and example of the workspace, once per test
+/// process, and returns the path of the one named `name` (an example when
+/// `example`). `--workspace` with `--examples` resolves the dependencies'
+/// features as `cargo test --workspace` does, so inside that command
+/// nothing is rebuilt; `cargo build -p <package>` would resolve them for
+/// that package alone and rebuild half the dependency tree.
+///
+/// # Errors
+///
+/// `cargo build` could not run or failed.
+pub fn workspace_program(name: &str, example: bool) -> anyhow::Result<PathBuf> {
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "--quiet", "--workspace", "--bins", "--examples"])
+                .arg("--manifest-path")
+                .arg(workspace().join("Cargo.toml"))
+                .env("CARGO_TARGET_DIR", target_dir())
+                .stdin(std::process::Stdio::null())
+                .status()
+                .map_err(|e| format!("running cargo build --workspace --bins --examples: {e}"))?;
+            status.success().then_some(()).ok_or_else(|| {
+                format!("cargo build --workspace --bins --examples failed: {status}")
+            })
+        })
+        .clone()
+        .map_err(anyhow::Error::msg)?;
+    let debug = target_dir().join("debug");
+    Ok(if example {
+        debug.join("examples").join(name)
+    } else {
+        debug.join(name)
+    })
+}
+
 /// A GET over plain HTTP/1.1 to `address`: the status code and the body
 /// (an endpoint of the manager's: metrics, health, readiness).
 ///

@@ -13,44 +13,23 @@
 //! cargo test -p concord-tests --test first_run
 //! ```
 
-use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, ensure};
-use concord_tests::{target_dir, workspace};
+use anyhow::Context as _;
+use concord_tests::workspace_program;
 
 const REMOTE: &str = "https://10.255.255.1:6443";
 const CONTEXT: &str = "far-away";
 
-/// Builds `what` (cargo arguments after `build`) in the workspace's own
-/// target directory.
-fn build(what: &[&str]) -> anyhow::Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let status = Command::new(cargo)
-        .arg("build")
-        .arg("--quiet")
-        .args(what)
-        .arg("--manifest-path")
-        .arg(workspace().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir())
-        .stdin(Stdio::null())
-        .status()
-        .with_context(|| format!("running cargo build {what:?}"))?;
-    ensure!(status.success(), "cargo build {what:?} failed: {status}");
-    Ok(())
-}
-
 fn race_bench() -> anyhow::Result<PathBuf> {
-    build(&["-p", "concord-race-bench", "--example", "race-bench"])?;
-    Ok(target_dir().join("debug/examples/race-bench"))
+    workspace_program("race-bench", true)
 }
 
 fn memory_bench() -> anyhow::Result<PathBuf> {
-    build(&["-p", "concord-memory-bench", "--bin", "memory-bench"])?;
-    Ok(target_dir().join("debug/memory-bench"))
+    workspace_program("memory-bench", false)
 }
 
 /// A kubeconfig for a cluster at `REMOTE`, current context `CONTEXT`.

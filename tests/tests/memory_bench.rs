@@ -11,38 +11,16 @@
 //! Run with `cargo test -p concord-tests --test memory_bench -- --nocapture`
 //! to see the tables.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, ensure};
-use concord_tests::{target_dir, workspace};
+use concord_tests::workspace_program;
 use serde_json::Value;
 
-/// Builds the benchmark (debug: its figures are not what is tested) and
-/// returns its path.
+/// The benchmark's debug build (its figures are not what is tested).
 fn memory_bench() -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "concord-memory-bench",
-            "--bin",
-            "memory-bench",
-        ])
-        .arg("--manifest-path")
-        .arg(workspace().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir())
-        .stdin(Stdio::null())
-        .status()
-        .context("running cargo build -p concord-memory-bench")?;
-    ensure!(
-        status.success(),
-        "cargo build -p concord-memory-bench failed: {status}"
-    );
-    Ok(target_dir().join("debug/memory-bench"))
+    workspace_program("memory-bench", false)
 }
 
 fn number(v: &Value, key: &str) -> anyhow::Result<u64> {

@@ -10,42 +10,20 @@
 //! Run with `cargo test -p concord-tests --test shard_bench -- --nocapture`
 //! to see the tables.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, ensure};
-use concord_tests::{target_dir, workspace};
+use concord_tests::workspace_program;
 use serde_json::Value;
 
 const OBJECTS: u64 = 300;
 const EVENTS: usize = 2;
 const REPLICAS: usize = 3;
 
-/// Builds the benchmark (debug: its figures are not what is tested) and
-/// returns its path.
+/// The benchmark's debug build (its figures are not what is tested).
 fn shard_bench() -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "concord-examples",
-            "--example",
-            "shard-bench",
-        ])
-        .arg("--manifest-path")
-        .arg(workspace().join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", target_dir())
-        .stdin(Stdio::null())
-        .status()
-        .context("running cargo build --example shard-bench")?;
-    ensure!(
-        status.success(),
-        "cargo build --example shard-bench failed: {status}"
-    );
-    Ok(target_dir().join("debug/examples/shard-bench"))
+    workspace_program("shard-bench", true)
 }
 
 fn number(v: &Value, key: &str) -> anyhow::Result<u64> {

@@ -37,10 +37,49 @@ struct State {
     /// Live Leases of the same ring name whose configuration differs from
     /// ours and whose scope overlaps it: while there is one, nothing starts.
     refused: Vec<String>,
-    /// Per controller seat, the keys it was refused or had cancelled, to
-    /// offer again when they may start: a wake re-runs only these, never
-    /// the reconciles of keys that did not move.
-    deferred: Vec<HashSet<String>>,
+    /// One entry per controller seat (see [`ShardGate::seat`]).
+    seats: Vec<Seat>,
+}
+
+/// What the gate knows of one controller's keys: of each key the
+/// controller has offered it, whether it has been handled since it last
+/// became ours, so a wake re-runs only the reconciles of keys that moved
+/// here or were refused or cancelled — never those of keys that stayed,
+/// nor of keys still waiting in the controller's queue for a first try.
+#[derive(Default)]
+struct Seat {
+    /// Every key the controller tried: `true` once admitted (or offered
+    /// again by a wake) and neither refused, cancelled nor given to another
+    /// member since; `false` while it waits for a wake to offer it again.
+    handled: HashMap<String, bool>,
+    /// Whether a key is still in the controller's store, to drop deleted
+    /// objects' keys from `handled`.
+    cached: Option<Box<dyn Fn(&str) -> bool + Send + Sync>>,
+    /// `handled`'s size after its last sweep.
+    swept: usize,
+}
+
+impl std::fmt::Debug for Seat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seat")
+            .field("handled", &self.handled.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Seat {
+    /// No sweep below this many handled keys.
+    const SWEEP_FROM: usize = 64;
+
+    fn admitted(&mut self, key: &str) {
+        if self.handled.insert(key.to_owned(), true).is_none()
+            && self.handled.len() >= Self::SWEEP_FROM.max(2 * self.swept)
+            && let Some(cached) = &self.cached
+        {
+            self.handled.retain(|key, _| cached(key));
+            self.swept = self.handled.len();
+        }
+    }
 }
 
 impl State {
@@ -57,12 +96,12 @@ impl State {
             })
     }
 
-    /// The deferred keys of `seat` (a seat the gate handed out).
-    fn deferred(&mut self, seat: usize) -> &mut HashSet<String> {
-        if self.deferred.len() <= seat {
-            self.deferred.resize_with(seat + 1, HashSet::new);
+    /// The entry of `seat` (a seat the gate handed out).
+    fn seat(&mut self, seat: usize) -> &mut Seat {
+        if self.seats.len() <= seat {
+            self.seats.resize_with(seat + 1, Seat::default);
         }
-        &mut self.deferred[seat]
+        &mut self.seats[seat]
     }
 }
 
@@ -135,7 +174,7 @@ impl ShardGate {
                 fence: Instant::now(),
                 in_flight: HashMap::new(),
                 refused: Vec::new(),
-                deferred: Vec::new(),
+                seats: Vec::new(),
             }),
             drained: Notify::new(),
             wake,
@@ -161,24 +200,30 @@ impl ShardGate {
         &self.me
     }
 
-    /// A seat for one controller: the keys it is refused are kept under it
-    /// until they may start ([`Self::startable`]).
+    /// A seat for one controller: the gate keeps under it which of the
+    /// controller's keys it has handled (see [`Self::offer`]).
     pub(crate) fn seat(&self) -> usize {
         let mut state = self.lock();
-        state.deferred.push(HashSet::new());
-        state.deferred.len() - 1
+        state.seats.push(Seat::default());
+        state.seats.len() - 1
+    }
+
+    /// Tells the gate whether a key is still in `seat`'s store.
+    pub(crate) fn watch_seat(&self, seat: usize, cached: Box<dyn Fn(&str) -> bool + Send + Sync>) {
+        self.lock().seat(seat).cached = Some(cached);
     }
 
     /// Admits `key` into a reconcile, or `None` when this replica must not
-    /// reconcile it now (not its key, not yet handed over, or fenced); a
-    /// refused key is deferred under `seat` in the same step, so a wake
-    /// that follows any change of the gate's state finds it.
+    /// reconcile it now (not its key, not yet handed over, or fenced). A
+    /// refused key counts as not handled, in the same step, so the wake
+    /// that follows any change of the gate's state offers it again.
     pub(crate) fn try_start(self: &Arc<Self>, seat: usize, key: &str) -> Option<InFlight> {
         let mut state = self.lock();
         if !state.admits(&self.me, key) {
-            state.deferred(seat).insert(key.to_owned());
+            state.seat(seat).handled.insert(key.to_owned(), false);
             return None;
         }
+        state.seat(seat).admitted(key);
         *state.in_flight.entry(key.to_owned()).or_insert(0) += 1;
         Some(InFlight {
             gate: self.clone(),
@@ -186,28 +231,48 @@ impl ShardGate {
         })
     }
 
-    /// Defers `key`, whose reconcile the fence cancelled, under `seat`; or,
-    /// when it may start again already (the fence was restored before this
-    /// call), says so and keeps nothing: the caller requeues it itself.
-    pub(crate) fn defer(&self, seat: usize, key: &str) -> bool {
+    /// The fence cancelled the reconcile of `key`: it counts as not
+    /// handled. Whether it may start again already (the fence was restored
+    /// before this call): then the caller requeues it itself, as no wake
+    /// may follow.
+    pub(crate) fn cancelled(&self, seat: usize, key: &str) -> bool {
         let mut state = self.lock();
-        if state.admits(&self.me, key) {
-            return true;
-        }
-        state.deferred(seat).insert(key.to_owned());
-        false
+        state.seat(seat).handled.insert(key.to_owned(), false);
+        state.admits(&self.me, key)
     }
 
-    /// Takes the deferred keys of `seat` that may start now, dropping those
-    /// for which `cached` is false (deleted objects); the rest stay.
-    pub(crate) fn startable(&self, seat: usize, cached: impl Fn(&str) -> bool) -> Vec<String> {
+    /// On a wake, given every key in `seat`'s store: the keys to reconcile
+    /// again — those tried before that may start now and were not handled
+    /// since they came here (they moved here, or were refused or
+    /// cancelled); a key not tried yet is left to the queue. A key
+    /// the observed view gives to another member stops counting as
+    /// handled; a key that stays ours counts as handled through the moments
+    /// a handover makes every start wait (our claim unconfirmed, peers
+    /// unread), so a view change never re-runs the reconciles of keys that
+    /// stayed.
+    pub(crate) fn offer(&self, seat: usize, keys: impl IntoIterator<Item = String>) -> Vec<String> {
         let mut state = self.lock();
-        let mut keys = std::mem::take(state.deferred(seat));
-        keys.retain(|key| cached(key));
-        let (now, later): (Vec<String>, Vec<String>) =
-            keys.into_iter().partition(|key| state.admits(&self.me, key));
-        state.deferred(seat).extend(later);
-        now
+        // Out of the state while the state's admission is asked.
+        let mut entry = std::mem::take(state.seat(seat));
+        let mut present = HashSet::new();
+        let mut again = Vec::new();
+        for key in keys {
+            match entry.handled.get_mut(&key) {
+                // Not tried yet: the controller's queue still holds it.
+                None => {}
+                Some(handled) if !state.target.owns(&self.me, &key) => *handled = false,
+                Some(handled) if !*handled && state.admits(&self.me, &key) => {
+                    *handled = true;
+                    again.push(key.clone());
+                }
+                Some(_) => {}
+            }
+            present.insert(key);
+        }
+        entry.handled.retain(|key, _| present.contains(key));
+        entry.swept = entry.handled.len();
+        *state.seat(seat) = entry;
+        again
     }
 
     /// Whether `key` belongs to this replica in the view it acknowledged.
@@ -460,7 +525,10 @@ mod tests {
             }],
             vec![],
         );
-        assert!(a.try_start(0, &moving).is_none(), "no new start of a lost key");
+        assert!(
+            a.try_start(0, &moving).is_none(),
+            "no new start of a lost key"
+        );
         assert_eq!(a.next_claim(), alone, "cannot acknowledge while draining");
         drop(running);
         assert_eq!(a.next_claim(), both);
@@ -511,42 +579,68 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_offers_only_the_keys_refused_and_now_startable() {
+    fn a_wake_offers_the_keys_that_moved_here_or_were_refused_not_those_that_stayed() {
         let alone = View::new(["a".to_owned()]);
         let both = View::new(["a".to_owned(), "b".to_owned()]);
         let kept = key_owned_by(&both, "a");
         let moving = key_owned_by(&both, "b");
-        let gone = format!("{moving}-deleted");
-        let b = gate("b");
-        let seat = b.seat();
-        let other = b.seat();
-        b.observed(
+        let a = gate("a");
+        let seat = a.seat();
+        let other = a.seat();
+        a.observed(alone.clone(), vec![], vec![]);
+        let claim = a.next_claim();
+        a.claimed(&claim);
+        a.observed(alone.clone(), vec![], vec![]);
+        let keys = || vec![kept.clone(), moving.clone()];
+        // Both reconciled while a owns every key: nothing to offer again.
+        drop(a.try_start(seat, &kept));
+        drop(a.try_start(seat, &moving));
+        assert!(a.offer(seat, keys()).is_empty());
+        assert!(
+            a.offer(other, keys()).is_empty(),
+            "a seat that tried no key leaves them to its queue"
+        );
+        // b joins: `moving` leaves, `kept` stays and is not offered.
+        a.observed(
             both.clone(),
             vec![Peer {
-                id: "a".into(),
-                acked: alone,
+                id: "b".into(),
+                acked: both.clone(),
             }],
             vec![],
         );
-        let claim = b.next_claim();
-        b.claimed(&claim);
-        for key in [&kept, &moving, &gone] {
-            assert!(b.try_start(seat, key).is_none());
-        }
-        let cached = |key: &str| key != gone;
-        assert!(b.startable(seat, cached).is_empty(), "a has not acknowledged");
-        b.observed(
+        let claim = a.next_claim();
+        a.claimed(&claim);
+        // Peers unread after our claim: nothing may start, nothing resets.
+        assert!(a.try_start(other, &kept).is_none());
+        assert!(a.offer(seat, keys()).is_empty());
+        a.observed(
             both.clone(),
             vec![Peer {
-                id: "a".into(),
+                id: "b".into(),
                 acked: both,
             }],
             vec![],
         );
-        assert!(b.startable(other, cached).is_empty(), "seats keep their own keys");
-        assert_eq!(b.startable(seat, cached), vec![moving.clone()]);
-        assert!(b.startable(seat, cached).is_empty(), "taken once");
-        assert!(!b.defer(seat, &kept), "a's key stays deferred");
-        assert!(b.defer(seat, &moving), "a startable key is requeued by its caller");
+        assert!(a.offer(seat, keys()).is_empty(), "kept stayed handled");
+        // b is gone: `moving` comes back without any event of its own.
+        a.observed(alone.clone(), vec![], vec![]);
+        let claim = a.next_claim();
+        a.claimed(&claim);
+        a.observed(alone, vec![], vec![]);
+        assert_eq!(a.offer(seat, keys()), vec![moving.clone()]);
+        assert!(a.offer(seat, keys()).is_empty(), "offered once");
+        // A cancelled reconcile is offered again on the next wake, or
+        // requeued by its caller when it may start already.
+        assert!(a.cancelled(seat, &kept), "it may start: requeue it");
+        assert_eq!(a.offer(seat, keys()), vec![kept.clone()]);
+        a.set_fence(Instant::now());
+        assert!(a.try_start(seat, &moving).is_none());
+        a.set_fence(Instant::now() + Duration::from_secs(60));
+        assert_eq!(
+            a.offer(seat, keys()),
+            vec![moving.clone()],
+            "refused while fenced"
+        );
     }
 }

@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::gate::{InFlight, ShardGate};
@@ -24,7 +24,7 @@ pub(crate) enum Admission {
     /// Yes; the key counts as in a reconcile here until this is dropped.
     Admitted(#[allow(dead_code)] InFlight),
     /// No: another replica owns the key, or it has not been handed over
-    /// yet. The key is deferred: a wake offers it again once it may start.
+    /// yet. A wake offers the key again once it may start.
     Refused,
 }
 
@@ -70,11 +70,11 @@ pub(crate) async fn fenced<F: Future>(seat: Option<&Seat>, work: F) -> Option<F:
 }
 
 /// After the fence cancelled the reconcile of `key`: what to do with it.
-/// It is deferred until a wake offers it again, unless it may start
+/// A wake offers it again once it may start, unless it may start
 /// already (the fence was restored meanwhile): then it is requeued now.
 pub(crate) fn cancelled(seat: Option<&Seat>, key: &str) -> Action {
     match seat {
-        Some(s) if !s.gate.defer(s.seat, key) => Action::await_change(),
+        Some(s) if !s.gate.cancelled(s.seat, key) => Action::await_change(),
         _ => Action::requeue(Duration::ZERO),
     }
 }
@@ -87,10 +87,10 @@ pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
     }
 }
 
-/// Offers the keys this controller was refused or had cancelled again
-/// whenever they may have become startable — only those: objects that did
-/// not move are not reconciled again — and lets the gate count the keys in
-/// the store.
+/// On every wake, reconciles again the keys that may start now and were
+/// not handled since they last could — they moved here, or were refused or
+/// cancelled — and never those that stayed; lets the gate count the keys
+/// in the store.
 pub(crate) fn attach<K: AnyObject>(
     seat: Option<&Seat>,
     api: &Api<K>,
@@ -109,21 +109,28 @@ pub(crate) fn attach<K: AnyObject>(
     }
     let store = controller.store();
     let listed = store.clone();
-    gate.add_lister(Box::new(move || {
-        listed
-            .state()
-            .iter()
-            .map(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()))
-            .collect()
-    }));
+    gate.add_lister(Box::new(move || keys_of(&listed)));
+    let (cached, known) = (store.clone(), dyntype.clone());
+    gate.watch_seat(
+        *seat,
+        Box::new(move |key| cached.get(&object_ref::<K>(key, &known)).is_some()),
+    );
     let (offered, seat, dyntype) = (gate.clone(), *seat, dyntype.clone());
     let triggers = gate.wakes().flat_map(move |()| {
-        let cached = |key: &str| store.get(&object_ref::<K>(key, &dyntype)).is_some();
-        let keys = offered.startable(seat, cached);
+        let keys = offered.offer(seat, keys_of(&store));
         let dyntype = dyntype.clone();
         futures::stream::iter(keys.into_iter().map(move |key| object_ref(&key, &dyntype)))
     });
     controller.reconcile_on(triggers)
+}
+
+/// The `namespace/name` keys of every object in `store`.
+fn keys_of<K: AnyObject>(store: &Store<K>) -> Vec<String> {
+    store
+        .state()
+        .iter()
+        .map(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()))
+        .collect()
 }
 
 /// The reference of the object whose key is `namespace/name`.
