@@ -1,13 +1,13 @@
 //! The other install path the book's "Getting started" names:
-//! `cargo install --git URL cargo-concord`, here from this checkout's own
+//! `cargo install --debug --git URL cargo-concord`, here from this checkout's own
 //! repository as a `file://` URL (the committed `HEAD`, as a clone would
 //! get it). The installed tool must find the checkout cargo built it in
 //! (under `$CARGO_HOME/git/checkouts`) and make projects that depend on it,
 //! as an install from a local clone does.
 //!
-//! The install is a release build of the framework and its dependencies
-//! in a target directory of its own, as a user's `cargo install` does (many
-//! minutes on two cores): it runs with
+//! The install is a debug build of the framework and its dependencies
+//! in a target directory of its own, as a user's `cargo install` does
+//! (minutes on two cores): it runs with
 //! `CONCORD_TEST_GIT_INSTALL=1`, which `.ci/run` sets; without it the test
 //! says so and checks nothing.
 //!
@@ -73,7 +73,7 @@ fn cargo_install_git_makes_projects_that_depend_on_its_checkout() -> Result<()> 
     // checkout instead of its own.
     install
         .env_remove("CARGO_TARGET_DIR")
-        .args(["install", "--locked", "--git", &url, "cargo-concord"])
+        .args(["install", "--locked", "--debug", "--git", &url, "cargo-concord"])
         .arg("--target-dir")
         .arg(root.join("install-target"))
         .current_dir(&work);

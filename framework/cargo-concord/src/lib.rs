@@ -8,8 +8,8 @@
 //! | `cargo concord explain` | the feature gates and strategy table in effect |
 //!
 //! Install it from a clone of the concord repository with `cargo install
-//! --locked --path framework/cargo-concord` (or `cargo install --git URL
-//! cargo-concord`); `init` then makes projects that depend on that
+//! --locked --debug --path framework/cargo-concord` (or `cargo install
+//! --debug --git URL cargo-concord`); `init` then makes projects that depend on that
 //! checkout ([`ConcordSource`]). In the repository, `cargo run -p
 //! cargo-concord -- <command>` runs it too.
 //!

@@ -21,7 +21,7 @@ SECOND_KIND=${SECOND_KIND:-DockYard}
 
 # ANCHOR: install
 [ -d "$CONCORD" ] || git clone https://github.com/concord-rs/concord "$CONCORD"
-cargo install --locked --path "$CONCORD/framework/cargo-concord"
+cargo install --locked --debug --path "$CONCORD/framework/cargo-concord"
 # ANCHOR_END: install
 
 # ANCHOR: init
