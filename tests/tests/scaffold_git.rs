@@ -73,7 +73,14 @@ fn cargo_install_git_makes_projects_that_depend_on_its_checkout() -> Result<()> 
     // checkout instead of its own.
     install
         .env_remove("CARGO_TARGET_DIR")
-        .args(["install", "--locked", "--debug", "--git", &url, "cargo-concord"])
+        .args([
+            "install",
+            "--locked",
+            "--debug",
+            "--git",
+            &url,
+            "cargo-concord",
+        ])
         .arg("--target-dir")
         .arg(root.join("install-target"))
         .current_dir(&work);
