@@ -54,7 +54,7 @@ struct Seat {
     handled: HashMap<String, bool>,
     /// Whether a key is still in the controller's store, to drop deleted
     /// objects' keys from `handled`.
-    cached: Option<Box<dyn Fn(&str) -> bool + Send + Sync>>,
+    cached: Option<Cached>,
     /// `handled`'s size after its last sweep.
     swept: usize,
 }
@@ -104,6 +104,9 @@ impl State {
         &mut self.seats[seat]
     }
 }
+
+/// Whether a `namespace/name` key is in one controller's store.
+pub(crate) type Cached = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Lists the `namespace/name` keys of one controller's store.
 pub(crate) type Lister = Box<dyn Fn() -> Vec<String> + Send + Sync>;
@@ -209,7 +212,7 @@ impl ShardGate {
     }
 
     /// Tells the gate whether a key is still in `seat`'s store.
-    pub(crate) fn watch_seat(&self, seat: usize, cached: Box<dyn Fn(&str) -> bool + Send + Sync>) {
+    pub(crate) fn watch_seat(&self, seat: usize, cached: Cached) {
         self.lock().seat(seat).cached = Some(cached);
     }
 
