@@ -225,6 +225,37 @@ async fn a_joiner_takes_a_quarter_and_a_crashed_replica_s_objects_move_after_exp
         stayed.len(),
         again.first()
     );
+
+    // The newcomer leaves: the keys it took go back to replicas that
+    // reconciled them before it joined, and nothing else tells those
+    // replicas about them — no event, no refusal.
+    let leaver = replicas.pop().unwrap();
+    let returned: Vec<String> = all.iter().filter(|k| last[*k] == 3).cloned().collect();
+    let left = Instant::now();
+    leaver.stop.shutdown();
+    leaver.run.await??;
+    ensure!(
+        eventually(Duration::from_secs(60), || settled(
+            &replicas.iter().collect::<Vec<_>>(),
+            2
+        ))
+        .await,
+        "the last two replicas did not settle"
+    );
+    let rest: Vec<(usize, &Replica)> = [0, 2].into_iter().zip(replicas.iter()).collect();
+    let home = owners(ns.name(), &names, &rest)?;
+    ensure!(
+        eventually(Duration::from_secs(90), || reconciled_by_owner_since(
+            &log, &home, &returned, left
+        ))
+        .await,
+        "the keys the newcomer gave back were not reconciled by their owners"
+    );
+    println!(
+        "leave: {} keys the newcomer held reconciled by their owners {:?} after it left",
+        returned.len(),
+        left.elapsed()
+    );
     let overlapping = overlaps(&log);
     ensure!(
         overlapping.is_empty(),
