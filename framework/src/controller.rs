@@ -113,7 +113,7 @@ pub(crate) struct Shared<K: AnyObject, R: Reconciler<K>> {
     pub(crate) attempts: Attempts<K>,
     pub(crate) policy: Policy<K, R::Error>,
     pub(crate) name: String,
-    /// The sharding gate, when the manager is sharded.
+    /// This controller's seat at the sharding gate, when the manager is sharded.
     pub(crate) shard: Option<shard::Seat>,
 }
 
