@@ -59,6 +59,9 @@ impl Reconciler<Pod> for PodLabeller {
 // ANCHOR_END: reconciler
 
 #[derive(Parser)]
+#[command(mut_arg("kubeconfig", |a| a.help(
+    "Path to the kubeconfig of the cluster to use; without it the embedded control plane runs ($KUBECONFIG and ~/.kube/config are not read)"
+)))]
 struct Cli {
     #[command(flatten)]
     manager: ManagerArgs,

@@ -25,6 +25,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const OBJECTS: usize = 300;
+/// Unsharded runs at most, until one loses a finalizer.
+const UNSHARDED_RUNS: usize = 3;
 const FINALIZERS: [&str; 2] = ["a.shard-test/recorded", "b.shard-test/recorded"];
 const DONE: [&str; 2] = ["shard-test/a-done", "shard-test/b-done"];
 
@@ -247,10 +249,24 @@ async fn locked_is_refused_with_shards_loses_without_and_sharded_strict_loses_no
     }
     let sharded = run("hash", "strict").await?;
     println!("3 replicas, --shards=hash, strict: {sharded:?} of {OBJECTS} objects");
-    let unsharded = run("off", "locked").await?;
-    println!("3 replicas, --shards=off, locked: {unsharded:?} of {OBJECTS} objects");
-    if unsharded.lost == 0 {
-        bail!("without sharding no finalizer was lost: this run could not tell the two apart");
+    // Unsharded, a loss needs two replicas' GET and PATCH of one object to
+    // interleave, a window of milliseconds: some runs of 300 objects hit
+    // it a handful of times, a few not at all. Up to three runs show it.
+    let mut unsharded_lost = 0;
+    for attempt in 1..=UNSHARDED_RUNS {
+        let unsharded = run("off", "locked").await?;
+        println!(
+            "3 replicas, --shards=off, locked, run {attempt}: {unsharded:?} of {OBJECTS} objects"
+        );
+        unsharded_lost = unsharded.lost;
+        if unsharded_lost > 0 {
+            break;
+        }
+    }
+    if unsharded_lost == 0 {
+        bail!(
+            "without sharding no finalizer was lost in {UNSHARDED_RUNS} runs: the test could not tell the two apart"
+        );
     }
     assert_eq!(sharded.lost, 0, "sharded replicas lost finalizers");
     assert_eq!(
