@@ -58,6 +58,8 @@ impl Reconciler<Pod> for PodLabeller {
 }
 // ANCHOR_END: reconciler
 
+/// A small concord operator: it creates Pods, adds and removes its finalizer
+/// on each through the strategy table, and prints the write metrics.
 #[derive(Parser)]
 #[command(mut_arg("kubeconfig", |a| a.help(
     "Path to the kubeconfig of the cluster to use; without it the embedded control plane runs ($KUBECONFIG and ~/.kube/config are not read)"

@@ -29,7 +29,10 @@ use concord_examples::pod_phase::PodPhase;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use kube::Api;
 
+/// The Argo Workflows incident fixed: two event paths of a Pod cleanup
+/// operator, one write each (a demo, or `--serve` as a Deployment runs it).
 #[derive(Parser)]
+#[command(mut_arg("kubeconfig", |a| a.help(concord_examples::KUBECONFIG_HELP)))]
 struct Cli {
     #[command(flatten)]
     example: ExampleArgs,

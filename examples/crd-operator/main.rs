@@ -38,7 +38,10 @@ use concord_examples::widgets_webhooks;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use kube::CustomResourceExt;
 
+/// A CRD operator: `Widget`s, each owning a ConfigMap shard (a demo, or
+/// `--serve` as a Deployment runs it).
 #[derive(Parser)]
+#[command(mut_arg("kubeconfig", |a| a.help(concord_examples::KUBECONFIG_HELP)))]
 struct Cli {
     #[command(flatten)]
     example: ExampleArgs,

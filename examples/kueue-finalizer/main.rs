@@ -27,7 +27,10 @@ use concord_examples::kueue::{self, PodPhase};
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use kube::Api;
 
+/// The Kueue incident fixed by configuration: a Pod finalizer operator (a demo
+/// on the embedded control plane, or `--serve` as a Deployment runs it).
 #[derive(Parser)]
+#[command(mut_arg("kubeconfig", |a| a.help(concord_examples::KUBECONFIG_HELP)))]
 struct Cli {
     #[command(flatten)]
     example: ExampleArgs,

@@ -4,6 +4,10 @@ use concord::featuregates::Config;
 use concord::{FeatureRegistry, ManagerArgs, Permissions};
 use kube::Client;
 
+/// `--kubeconfig`'s help in the example operators: the demo mode and
+/// `--serve` find their cluster differently.
+pub const KUBECONFIG_HELP: &str = "Path to a kubeconfig. The demo runs on the embedded control plane without it ($KUBECONFIG is not read); with --serve it defaults to $KUBECONFIG, then ~/.kube/config, then the in-cluster configuration";
+
 /// The command line the pod operators share: concord's manager flags plus
 /// the namespace, the run mode and `--print-rbac`.
 #[derive(Clone, Debug, clap::Args)]

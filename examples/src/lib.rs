@@ -20,7 +20,8 @@ pub mod widgets_webhooks;
 
 #[doc(inline)]
 pub use cli::{
-    ExampleArgs, client_of, demo_connection, load_config, managed_certificates_rbac_yaml, role_yaml,
+    ExampleArgs, KUBECONFIG_HELP, client_of, demo_connection, load_config,
+    managed_certificates_rbac_yaml, role_yaml,
 };
 #[doc(inline)]
 pub use connect::{Connection, RemoteConsent, connect};
