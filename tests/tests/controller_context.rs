@@ -325,3 +325,98 @@ async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
     running.await??;
     Ok(())
 }
+
+/// Keeps a child ConfigMap, `<parent>-applied`, holding the parent's value,
+/// through `Context::apply_owned`.
+struct Applied;
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Applied {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        parent: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        let ns = parent.namespace().unwrap_or_default();
+        let name = format!("{}-applied", parent.name_any());
+        // ANCHOR: apply_owned
+        let child = config_map(&ns, &name, value(&parent).unwrap_or_default());
+        ctx.apply_owned(parent.as_ref(), child).await?;
+        // ANCHOR_END: apply_owned
+        Ok(Action::await_change())
+    }
+}
+
+#[tokio::test]
+async fn an_applied_child_follows_its_parent_and_keeps_another_writers_fields() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let mut manager = manager(env.client()?, None).await;
+    manager
+        .controller("applied", maps.clone(), Applied)
+        .with_labels("role=applier")
+        .add()?;
+    let metrics = manager.metrics();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let mut parent = config_map(ns.name(), "site", "first & <ü>");
+    parent.metadata.labels = Some(BTreeMap::from([("role".into(), "applier".into())]));
+    let parent = maps.create(&PostParams::default(), &parent).await?;
+    let holds = |expected: &'static str| {
+        let maps = maps.clone();
+        async move {
+            maps.get_opt("site-applied")
+                .await
+                .unwrap()
+                .is_some_and(|c| value(&c) == Some(expected))
+        }
+    };
+    assert!(eventually(WAIT, || holds("first & <ü>")).await);
+    let child = maps.get("site-applied").await?;
+    let owner = &child.owner_references()[0];
+    assert_eq!(Some(&owner.uid), parent.uid().as_ref());
+    assert_eq!(owner.controller, Some(true));
+
+    // Another writer adds a field of its own; the parent then changes.
+    maps.patch(
+        "site-applied",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {"team": "a & <b>"}}, "data": {"extra": "kept"}}),
+        ),
+    )
+    .await?;
+    maps.patch(
+        "site",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"value": "second & <é>"}})),
+    )
+    .await?;
+    assert!(eventually(WAIT, || holds("second & <é>")).await);
+    let child = maps.get("site-applied").await?;
+    assert_eq!(
+        child.annotations().get("team").map(String::as_str),
+        Some("a & <b>")
+    );
+    assert_eq!(
+        child
+            .data
+            .as_ref()
+            .and_then(|d| d.get("extra"))
+            .map(String::as_str),
+        Some("kept"),
+        "the apply removed a field another writer owns"
+    );
+    let text = metrics.render();
+    assert!(
+        config_map_write_requests(&text, "apply", "apply") >= 2,
+        "{text}"
+    );
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
