@@ -78,12 +78,19 @@ impl Turn {
     /// Turns are keyed by resource, not version: writes through two
     /// versions of one resource are writes of one stored object and take
     /// turns. But a copy is handed on only in the version it was read in
-    /// — another version's fields may be named and shaped differently.
-    pub(crate) fn newer_than(&self, current: &Value) -> Option<Value> {
+    /// — another version's fields may be named and shaped differently. A
+    /// `current` without `apiVersion` (an item of a list, which the API
+    /// server sends without one) is in the version its writer sends,
+    /// `writes_in`.
+    pub(crate) fn newer_than(&self, current: &Value, writes_in: &str) -> Option<Value> {
         let copy = self.held.as_ref()?;
+        let version = current
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(writes_in);
         let same = meta(copy, "uid").is_some()
             && meta(copy, "uid") == meta(current, "uid")
-            && copy.get("apiVersion") == current.get("apiVersion");
+            && copy.get("apiVersion").and_then(Value::as_str) == Some(version);
         let newer = meta(copy, "resourceVersion")
             .zip(meta(current, "resourceVersion"))
             .and_then(|(copy, current)| is_newer(copy, current));
@@ -112,8 +119,14 @@ mod tests {
 
     use super::*;
 
+    /// A copy as a list item comes: without `apiVersion`.
     fn copy(uid: &str, rv: &str) -> Value {
         json!({"metadata": {"name": "p", "uid": uid, "resourceVersion": rv}})
+    }
+
+    /// The API server's answer to a write, which names its version.
+    fn stored(uid: &str, rv: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": uid, "resourceVersion": rv}})
     }
 
     fn key() -> ObjectKey {
@@ -125,26 +138,29 @@ mod tests {
         let turns = WriteTurns::default();
         {
             let mut first = take(key(), &turns).await;
-            assert_eq!(first.newer_than(&copy("u", "5")), None);
+            assert_eq!(first.newer_than(&copy("u", "5"), "v1"), None);
             let theirs = turns.clone();
             let second = tokio::spawn(async move {
                 let turn = take(key(), &theirs).await;
                 (
-                    turn.newer_than(&copy("u", "5")),
-                    turn.newer_than(&copy("u", "7")),
-                    turn.newer_than(&copy("other", "5")),
+                    turn.newer_than(&copy("u", "5"), "v1"),
+                    turn.newer_than(&copy("u", "7"), "v1"),
+                    turn.newer_than(&copy("other", "5"), "v1"),
                 )
             });
             tokio::task::yield_now().await;
-            first.leave(&copy("u", "6"));
+            first.leave(&stored("u", "6"));
             drop(first);
             let (older, newer, recreated) = second.await.unwrap();
-            assert_eq!(older, Some(copy("u", "6")));
+            assert_eq!(older, Some(stored("u", "6")));
             assert_eq!(newer, None);
             assert_eq!(recreated, None);
         }
         // Nobody waited after the last turn: nothing is kept.
-        assert_eq!(take(key(), &turns).await.newer_than(&copy("u", "1")), None);
+        assert_eq!(
+            take(key(), &turns).await.newer_than(&copy("u", "1"), "v1"),
+            None
+        );
     }
 
     #[tokio::test]
@@ -157,8 +173,8 @@ mod tests {
         let second = tokio::spawn(async move {
             let turn = take(key, &theirs).await;
             (
-                turn.newer_than(&versioned("x/v1beta1", "5")),
-                turn.newer_than(&versioned("x/v1", "5")),
+                turn.newer_than(&versioned("x/v1beta1", "5"), "x/v1"),
+                turn.newer_than(&versioned("x/v1", "5"), "x/v1beta1"),
             )
         });
         tokio::task::yield_now().await;
@@ -167,5 +183,26 @@ mod tests {
         let (other_version, same_version) = second.await.unwrap();
         assert_eq!(other_version, None);
         assert_eq!(same_version, Some(versioned("x/v1", "6")));
+    }
+
+    #[tokio::test]
+    async fn a_listed_copy_without_api_version_is_in_its_writers_version() {
+        let key = ObjectKey::new("turns-listed-test", Some("ns"), "p");
+        let turns = WriteTurns::default();
+        let mut first = take(key.clone(), &turns).await;
+        let theirs = turns.clone();
+        let second = tokio::spawn(async move {
+            let turn = take(key, &theirs).await;
+            (
+                turn.newer_than(&copy("u", "5"), "v1"),
+                turn.newer_than(&copy("u", "5"), "v2"),
+            )
+        });
+        tokio::task::yield_now().await;
+        first.leave(&stored("u", "6"));
+        drop(first);
+        let (same_version, other_version) = second.await.unwrap();
+        assert_eq!(same_version, Some(stored("u", "6")));
+        assert_eq!(other_version, None);
     }
 }

@@ -60,7 +60,11 @@ impl Session<'_> {
                 true => Some(turns::take(self.key.clone(), &self.target.turns).await),
                 false => None,
             };
-            if rebases && let Some(copy) = turn.as_ref().and_then(|t| t.newer_than(&current)) {
+            if rebases
+                && let Some(copy) = turn
+                    .as_ref()
+                    .and_then(|t| t.newer_than(&current, &self.target.resource.api_version))
+            {
                 self.outcome.rebased_on_own_write = true;
                 current = copy;
             }

@@ -13,10 +13,11 @@ use std::time::Duration;
 use anyhow::ensure;
 use async_trait::async_trait;
 use concord_strategies::{
-    BeforeWrite, Intent, ObjectKey, StrategyName, Verb, WriteStrategy, Writer, strategy_for,
+    BeforeWrite, Intent, ObjectKey, StrategyName, Target, Verb, WriteStrategy, Writer, strategy_for,
 };
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject};
 use serde_json::json;
 use tokio::sync::Notify;
 
@@ -176,5 +177,72 @@ async fn a_write_from_another_process_between_turns_still_conflicts() -> anyhow:
         labels.get(FOREIGN) == Some(&"set".to_owned()),
         "the other process's label was lost"
     );
+    Ok(())
+}
+
+/// The same two paths through `WriteStrategy::write` from an item of a
+/// list (as a kube-rs reflector holds it after its first list): the API
+/// server sends list items without `apiVersion`, and the second write must
+/// still start from the first one's answer.
+#[tokio::test]
+async fn copies_from_a_list_take_turns_too() -> anyhow::Result<()> {
+    let env = concord_testenv::TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
+    let resource = ApiResource::erase::<Pod>(&());
+    let listed: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
+    for strategy in [
+        StrategyName::Strict,
+        StrategyName::Update,
+        StrategyName::Guarded,
+    ] {
+        let name = format!("listed-{strategy}");
+        pods.create(&PostParams::default(), &pod(&name, &[ARGO])?)
+            .await?;
+        let observed = listed
+            .list(&ListParams::default().fields(&format!("metadata.name={name}")))
+            .await?
+            .items
+            .pop()
+            .ok_or_else(|| anyhow::anyhow!("{name} is not listed"))?;
+        let strategy: Arc<dyn WriteStrategy> = strategy_for(strategy, policy());
+        let hold = Arc::new(HoldFirst::default());
+        let first = Target::new(ns.client(), resource.clone()).with_before_write(hold.clone());
+        let second = Target::new(ns.client(), resource.clone()).with_turns(first.turns().clone());
+        let (copy, removing) = (observed.clone(), strategy.clone());
+        let removal = tokio::spawn(async move {
+            removing
+                .write(&first, &copy, &Intent::remove_finalizer(ARGO).into())
+                .await
+        });
+        hold.sending.notified().await;
+        let label = strategy
+            .write(
+                &second,
+                &observed,
+                &Intent::set_label(COMPLETED, "true").into(),
+            )
+            .await?;
+        let removal = removal.await??;
+        let stored = pods.get(&name).await?;
+        ensure!(
+            finalizers(&stored.metadata).is_empty()
+                && stored.metadata.labels.unwrap_or_default().get(COMPLETED)
+                    == Some(&"true".to_owned()),
+            "{name}: a write was lost"
+        );
+        ensure!(
+            removal.outcome.conflicts == 0 && label.outcome.conflicts == 0,
+            "{name}: conflicts {} and {}: the second write did not start from the first one's answer",
+            removal.outcome.conflicts,
+            label.outcome.conflicts
+        );
+        ensure!(
+            sent(&removal.outcome) + sent(&label.outcome) == 2,
+            "{name}: {} and {} requests sent",
+            sent(&removal.outcome),
+            sent(&label.outcome)
+        );
+    }
     Ok(())
 }
