@@ -271,23 +271,55 @@ impl Reconciler<ConfigMap> for Children {
     }
 }
 
-#[tokio::test]
-async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
+/// A running manager whose one controller reconciles the ConfigMaps
+/// labelled `role=ROLE` with `reconciler`, and a first such parent.
+struct Parents {
+    maps: Api<ConfigMap>,
+    parent: ConfigMap,
+    metrics: Arc<concord::Metrics>,
+    stop: concord::ShutdownHandle,
+    running: tokio::task::JoinHandle<Result<(), concord::Error>>,
+    _ns: concord_testenv::TestNamespace,
+}
+
+async fn parents<R>(role: &str, reconciler: R, name: &str, value: &str) -> Result<Parents>
+where
+    R: Reconciler<ConfigMap> + 'static,
+{
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let mut manager = manager(env.client()?, None).await;
     manager
-        .controller("children", maps.clone(), Children)
-        .with_labels("role=parent")
+        .controller(role, maps.clone(), reconciler)
+        .with_labels(&format!("role={role}"))
         .add()?;
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
-
-    let mut parent = config_map(ns.name(), "web", "parent");
-    parent.metadata.labels = Some(BTreeMap::from([("role".into(), "parent".into())]));
+    let mut parent = config_map(ns.name(), name, value);
+    parent.metadata.labels = Some(BTreeMap::from([("role".into(), role.into())]));
     let parent = maps.create(&PostParams::default(), &parent).await?;
+    Ok(Parents {
+        maps,
+        parent,
+        metrics,
+        stop,
+        running,
+        _ns: ns,
+    })
+}
+
+#[tokio::test]
+async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
+    let Parents {
+        maps,
+        parent,
+        metrics,
+        stop,
+        running,
+        _ns,
+    } = parents("parent", Children, "web", "parent").await?;
     assert!(
         eventually(WAIT, || async {
             maps.get_opt("web-child").await.unwrap().is_some()
@@ -351,21 +383,14 @@ impl Reconciler<ConfigMap> for Applied {
 
 #[tokio::test]
 async fn an_applied_child_follows_its_parent_and_keeps_another_writers_fields() -> Result<()> {
-    let env = TestEnv::shared()?;
-    let ns = env.namespace().await?;
-    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    let mut manager = manager(env.client()?, None).await;
-    manager
-        .controller("applied", maps.clone(), Applied)
-        .with_labels("role=applier")
-        .add()?;
-    let metrics = manager.metrics();
-    let stop = manager.shutdown_handle();
-    let running = tokio::spawn(manager.run());
-
-    let mut parent = config_map(ns.name(), "site", "first & <ü>");
-    parent.metadata.labels = Some(BTreeMap::from([("role".into(), "applier".into())]));
-    let parent = maps.create(&PostParams::default(), &parent).await?;
+    let Parents {
+        maps,
+        parent,
+        metrics,
+        stop,
+        running,
+        _ns,
+    } = parents("applier", Applied, "site", "first & <ü>").await?;
     let holds = |expected: &'static str| {
         let maps = maps.clone();
         async move {
