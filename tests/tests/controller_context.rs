@@ -310,16 +310,19 @@ where
     })
 }
 
+impl Parents {
+    /// Stops the manager and returns how its run ended.
+    async fn finish(self) -> Result<()> {
+        self.stop.shutdown();
+        self.running.await??;
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
-    let Parents {
-        maps,
-        parent,
-        metrics,
-        stop,
-        running,
-        _ns,
-    } = parents("parent", Children, "web", "parent").await?;
+    let run = parents("parent", Children, "web", "parent").await?;
+    let (maps, parent) = (run.maps.clone(), run.parent.clone());
     assert!(
         eventually(WAIT, || async {
             maps.get_opt("web-child").await.unwrap().is_some()
@@ -344,7 +347,7 @@ async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
         })
         .await
     );
-    let text = metrics.render();
+    let text = run.metrics.render();
     assert!(
         config_map_write_requests(&text, "strict", "create") >= 1,
         "{text}"
@@ -353,9 +356,7 @@ async fn a_reconciler_creates_an_owned_child_and_deletes_it() -> Result<()> {
         config_map_write_requests(&text, "strict", "delete") >= 1,
         "{text}"
     );
-    stop.shutdown();
-    running.await??;
-    Ok(())
+    run.finish().await
 }
 
 /// Keeps a child ConfigMap, `<parent>-applied`, holding the parent's value,
@@ -383,14 +384,8 @@ impl Reconciler<ConfigMap> for Applied {
 
 #[tokio::test]
 async fn an_applied_child_follows_its_parent_and_keeps_another_writers_fields() -> Result<()> {
-    let Parents {
-        maps,
-        parent,
-        metrics,
-        stop,
-        running,
-        _ns,
-    } = parents("applier", Applied, "site", "first & <ü>").await?;
+    let run = parents("applier", Applied, "site", "first & <ü>").await?;
+    let (maps, parent) = (run.maps.clone(), run.parent.clone());
     let holds = |expected: &'static str| {
         let maps = maps.clone();
         async move {
@@ -436,12 +431,10 @@ async fn an_applied_child_follows_its_parent_and_keeps_another_writers_fields() 
         Some("kept"),
         "the apply removed a field another writer owns"
     );
-    let text = metrics.render();
+    let text = run.metrics.render();
     assert!(
         config_map_write_requests(&text, "apply", "apply") >= 2,
         "{text}"
     );
-    stop.shutdown();
-    running.await??;
-    Ok(())
+    run.finish().await
 }
