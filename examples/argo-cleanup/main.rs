@@ -51,7 +51,7 @@ async fn main() -> anyhow::Result<()> {
     let namespace = args.namespace_or("argo-demo");
     if args.print_rbac {
         let config = load_config(&args.manager, FeatureRegistry::new())?;
-        let permissions = argo::permissions(config.strategies());
+        let permissions = argo::permissions(config.strategies()).sharding(args.manager.shards);
         print!(
             "{}",
             concord_examples::role_yaml(&permissions, "argo-cleanup", &namespace)?

@@ -84,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if args.print_rbac {
         let config = load_config(&args.manager, FeatureRegistry::new())?;
-        let permissions = widgets::permissions(config.strategies());
+        let permissions = widgets::permissions(config.strategies()).sharding(args.manager.shards);
         print!(
             "{}",
             concord_examples::role_yaml(&permissions, "crd-operator", &namespace)?

@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
     if args.print_rbac {
         let (registry, _) = kueue::registry()?;
         let config = load_config(&args.manager, registry)?;
-        let permissions = kueue::permissions(config.strategies());
+        let permissions = kueue::permissions(config.strategies()).sharding(args.manager.shards);
         print!(
             "{}",
             concord_examples::role_yaml(&permissions, "kueue-finalizer", &namespace)?

@@ -53,6 +53,8 @@ use kube::core::{ApiResource, ObjectMeta};
 pub struct Permissions<'a> {
     table: &'a StrategyTable,
     verbs: BTreeMap<(String, String), BTreeSet<&'static str>>,
+    /// `label` sharding patches every watched resource.
+    labels_watched: bool,
 }
 
 impl<'a> Permissions<'a> {
@@ -61,6 +63,7 @@ impl<'a> Permissions<'a> {
         Permissions {
             table,
             verbs: BTreeMap::new(),
+            labels_watched: false,
         }
     }
 
@@ -75,7 +78,13 @@ impl<'a> Permissions<'a> {
     /// and watched, as [`watches`](Self::watches).
     #[must_use]
     pub fn watches_resource(self, resource: &ApiResource) -> Self {
+        let labels = if self.labels_watched {
+            &["patch"][..]
+        } else {
+            &[]
+        };
         self.verbs(&resource.group, &resource.plural, &["get", "list", "watch"])
+            .verbs(&resource.group, &resource.plural, labels)
     }
 
     /// `K` is written with these operations, each through the strategy the
@@ -170,6 +179,40 @@ impl<'a> Permissions<'a> {
         )
     }
 
+    /// The manager runs with `--shards` in `mode`. `hash` and `label`
+    /// need, on `coordination.k8s.io` leases, `create`, `get`, `update`
+    /// and `delete` (each replica's membership Lease, deleted when it
+    /// leaves, and a long-expired member's) and `list` and `watch` (reading
+    /// the ring); `label` also `patch` on every resource declared with
+    /// [`watches`](Self::watches) (before or after this call): the sharder
+    /// labels each object for its owner. `off` needs nothing.
+    ///
+    /// A replica that cannot list the Leases refuses to start
+    /// ([`Error::ShardMembership`](crate::Error::ShardMembership)).
+    #[must_use]
+    pub fn sharding(mut self, mode: crate::ShardingMode) -> Self {
+        if !mode.is_on() {
+            return self;
+        }
+        if mode == crate::ShardingMode::Label {
+            self.labels_watched = true;
+            let watched: Vec<(String, String)> = self
+                .verbs
+                .iter()
+                .filter(|(_, verbs)| verbs.contains("watch"))
+                .map(|(key, _)| key.clone())
+                .collect();
+            for (group, resource) in watched {
+                self = self.verbs(&group, &resource, &["patch"]);
+            }
+        }
+        self.verbs(
+            "coordination.k8s.io",
+            "leases",
+            &["create", "delete", "get", "list", "update", "watch"],
+        )
+    }
+
     /// The manager serves secure metrics (`--metrics-secure`): `create` on
     /// `authentication.k8s.io` tokenreviews and `authorization.k8s.io`
     /// subjectaccessreviews, to review each scrape. Both are
@@ -232,6 +275,7 @@ impl<'a> Permissions<'a> {
             Permissions {
                 table: self.table,
                 verbs,
+                labels_watched: self.labels_watched,
             }
             .rules()
         };
@@ -421,5 +465,34 @@ mod tests {
             events.api_groups.as_deref(),
             Some(&["events.k8s.io".to_owned()][..])
         );
+    }
+
+    #[test]
+    fn sharding_reads_the_ring_and_label_mode_labels_what_is_watched() {
+        use crate::ShardingMode;
+        let config = config("strategies: {default: strict}");
+        let off = Permissions::new(config.strategies())
+            .watches::<ConfigMap>()
+            .sharding(ShardingMode::Off)
+            .rules();
+        assert!(verbs_of(&off, "leases").is_empty());
+        let hash = Permissions::new(config.strategies())
+            .watches::<ConfigMap>()
+            .leader_election()
+            .sharding(ShardingMode::Hash)
+            .rules();
+        let ring = ["create", "delete", "get", "list", "update", "watch"];
+        assert_eq!(verbs_of(&hash, "leases"), ring);
+        assert_eq!(verbs_of(&hash, "configmaps"), ["get", "list", "watch"]);
+        // Label mode patches what is watched, declared before or after.
+        let label = Permissions::new(config.strategies())
+            .watches::<ConfigMap>()
+            .sharding(ShardingMode::Label)
+            .watches::<Pod>()
+            .rules();
+        assert_eq!(verbs_of(&label, "leases"), ring);
+        for watched in ["configmaps", "pods"] {
+            assert_eq!(verbs_of(&label, watched), ["get", "list", "patch", "watch"]);
+        }
     }
 }

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use concord_tests::workspace_program;
+use concord_tests::{workspace, workspace_program};
 
 const REMOTE: &str = "https://10.255.255.1:6443";
 const CONTEXT: &str = "far-away";
@@ -119,8 +119,37 @@ fn run(
     })
 }
 
+/// The message of `stderr` that begins with `start`, with each value put
+/// back as the placeholder the troubleshooting page shows, is on that page
+/// (line breaks aside): a user who searches the page for what was printed
+/// finds it.
+fn assert_on_troubleshooting_page(
+    stderr: &str,
+    start: &str,
+    values: &[(&str, &str)],
+) -> anyhow::Result<()> {
+    let line = stderr
+        .lines()
+        .find_map(|l| l.find(start).map(|at| &l[at..]))
+        .with_context(|| format!("no {start:?} in stderr:\n{stderr}"))?;
+    let mut message = line.trim_end().to_owned();
+    for (value, placeholder) in values {
+        message = message.replace(value, placeholder);
+    }
+    let path = workspace().join("book/src/troubleshooting.md");
+    let page =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let flat = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    anyhow::ensure!(
+        flat(&page).contains(&flat(&message)),
+        "{} does not show the message as printed: {message:?}",
+        path.display()
+    );
+    Ok(())
+}
+
 /// `outcome` is the refusal of `REMOTE`, naming its context and the flag.
-fn assert_refused(name: &str, outcome: &Outcome, kubeconfig: &Path) {
+fn assert_refused(name: &str, outcome: &Outcome, kubeconfig: &Path) -> anyhow::Result<()> {
     assert!(
         !outcome.success,
         "{name} ran on {REMOTE}: {}",
@@ -140,6 +169,18 @@ fn assert_refused(name: &str, outcome: &Outcome, kubeconfig: &Path) {
             outcome.stderr
         );
     }
+    let path = kubeconfig.display().to_string();
+    assert_on_troubleshooting_page(
+        &outcome.stderr,
+        "refusing to create pods on",
+        &[
+            // The server as the client parsed it: with a trailing slash.
+            (&format!("{REMOTE}/"), "{server}"),
+            (REMOTE, "{server}"),
+            (&path, "{path}"),
+            (CONTEXT, "{context}"),
+        ],
+    )
 }
 
 #[test]
@@ -156,7 +197,7 @@ fn the_benchmarks_refuse_a_remote_kubeconfig_without_consent_before_any_request(
         .arg("--kubeconfig")
         .arg(&kubeconfig);
     let outcome = run(race, None, Duration::from_secs(30))?;
-    assert_refused("race-bench", &outcome, &kubeconfig);
+    assert_refused("race-bench", &outcome, &kubeconfig)?;
     assert!(
         !out.join("results.json").exists(),
         "a refused run writes no results"
@@ -171,7 +212,7 @@ fn the_benchmarks_refuse_a_remote_kubeconfig_without_consent_before_any_request(
         .arg("--kubeconfig")
         .arg(&kubeconfig);
     let outcome = run(memory, None, Duration::from_secs(30))?;
-    assert_refused("memory-bench", &outcome, &kubeconfig);
+    assert_refused("memory-bench", &outcome, &kubeconfig)?;
     assert!(!json.exists(), "a refused run writes no report");
     Ok(())
 }
@@ -198,6 +239,18 @@ fn consent_naming_another_context_is_refused_too() -> anyhow::Result<()> {
         "expected {expected:?} in stderr:\n{}",
         outcome.stderr
     );
+    let path = kubeconfig.display().to_string();
+    assert_on_troubleshooting_page(
+        &outcome.stderr,
+        "--yes-create-pods-in",
+        &[
+            (&format!("{REMOTE}/"), "{server}"),
+            (REMOTE, "{server}"),
+            (&path, "{path}"),
+            ("kind-local", "{name}"),
+            (CONTEXT, "{context}"),
+        ],
+    )?;
     Ok(())
 }
 
@@ -237,6 +290,12 @@ fn with_kubeconfig_set_and_no_flag_the_benchmark_says_it_ignores_it_and_runs_emb
         "expected {expected:?} in stderr:\n{}",
         outcome.stderr
     );
+    let path = kubeconfig.display().to_string();
+    assert_on_troubleshooting_page(
+        &outcome.stderr,
+        "ignoring $KUBECONFIG",
+        &[(&path, "{path}")],
+    )?;
     let everything = format!("{}{}", outcome.stdout, outcome.stderr);
     assert!(
         everything.contains("on https://127.0.0.1:"),

@@ -392,3 +392,68 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
     Ok(())
 }
 // ANCHOR_END: label_mode
+
+/// The rules `Permissions::sharding` adds are what a replica needs: two
+/// replicas holding exactly those (and their controller's own) divide the
+/// objects; one holding only the leader-election rules refuses to start,
+/// naming what it lacks, instead of running owning nothing.
+#[tokio::test]
+async fn replicas_run_on_the_rules_sharding_grants_and_refuse_to_start_without_them() -> Result<()>
+{
+    use concord::Permissions;
+    use concord::featuregates::{ConfigLoader, FeatureRegistry};
+
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let api: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let names = create_config_maps(&api, 60).await?;
+    let config = ConfigLoader::new()
+        .with_yaml("concord.yaml", "strategies: {default: guarded}")
+        .load(FeatureRegistry::new())?;
+    let granted = Permissions::new(config.strategies())
+        .watches::<ConfigMap>()
+        .sharding(ShardingMode::Hash)
+        .rules();
+    let log: Log = Arc::default();
+    let mut replicas = Vec::new();
+    for i in 0..2 {
+        let client = env.restricted_client(ns.name(), granted.clone()).await?;
+        replicas.push(replica(client, ns.name(), i, &log).await?);
+    }
+    let all = keys(ns.name(), &names);
+    ensure!(
+        eventually(Duration::from_secs(60), || {
+            let refs: Vec<&Replica> = replicas.iter().collect();
+            let log = log.lock().unwrap();
+            settled(&refs, 2) && all.iter().all(|k| log.contains_key(k))
+        })
+        .await,
+        "two replicas on the granted rules never settled and reconciled every object"
+    );
+
+    let without = Permissions::new(config.strategies())
+        .watches::<ConfigMap>()
+        .leader_election()
+        .rules();
+    let client = env.restricted_client(ns.name(), without).await?;
+    let refused = replica(client, ns.name(), 2, &log).await?;
+    let ended = tokio::time::timeout(Duration::from_secs(30), refused.run)
+        .await
+        .map_err(|_| anyhow::anyhow!("a replica that cannot list the Leases kept running"))??;
+    match ended {
+        Err(concord::Error::ShardMembership { message, .. }) => ensure!(
+            message.contains("listing the membership leases failed")
+                && message.contains("a sharded replica needs list and watch on leases besides")
+                && message.contains("(Permissions::sharding)"),
+            "the refusal does not say what is missing: {message}"
+        ),
+        other => anyhow::bail!("expected a membership error, got {other:?}"),
+    }
+    for replica in &replicas {
+        replica.stop.shutdown();
+    }
+    for replica in replicas {
+        replica.run.await??;
+    }
+    Ok(())
+}

@@ -372,7 +372,7 @@ impl Validator<Gizmo> for NoFrozen {
 async fn a_denied_write_is_a_permanent_rejection_under_every_strategy() -> Result<()> {
     let env = TestEnv::shared()?;
     env.install_crd(Gizmo::crd()).await?;
-    for strategy in ["lax", "strict", "update", "locked", "apply"] {
+    for strategy in ["lax", "strict", "update", "locked", "apply", "guarded"] {
         let ns = env.namespace().await?;
         let (ca, dir) = certs()?;
         let webhooks = Webhooks::new().with_validator::<Gizmo, _>(

@@ -80,8 +80,7 @@ pub struct InitArgs {
     /// Depend on the concord checkout at DIR (path dependencies; the
     /// project starts from its Cargo.lock). Default: the checkout this
     /// cargo-concord was installed from (`cargo install --path` or
-    /// `--git`), while it exists; else the published crates of this
-    /// version.
+    /// `--git`); when it is gone, `init` asks for one of these three.
     #[arg(long, value_name = "DIR", group = "concord")]
     pub concord_path: Option<PathBuf>,
     /// Depend on concord from this git repository.

@@ -55,6 +55,13 @@ pub enum Error {
     /// `--concord-path` does not point at a concord checkout.
     #[error("--concord-path {0}: not a concord checkout (no framework/Cargo.toml of kube-concord)")]
     NotAConcordCheckout(PathBuf),
+    /// No source was named and the checkout this binary was built from is
+    /// gone: the project would depend on crates the registry may not have.
+    #[error(
+        "the concord checkout cargo-concord was installed from ({0}) is gone: name the source \
+         with --concord-path DIR, --concord-git URL or --concord-version VERSION"
+    )]
+    CheckoutGone(PathBuf),
     /// Reading or writing a file failed.
     #[error("{action} {path}")]
     Io {

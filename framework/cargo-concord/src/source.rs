@@ -35,6 +35,8 @@ impl ConcordSource {
     /// # Errors
     ///
     /// [`Error::NotAConcordCheckout`] when `--concord-path` is not one;
+    /// [`Error::CheckoutGone`] when nothing is named and the checkout this
+    /// binary was built from no longer exists;
     /// [`Error::InvalidName`] for an empty `--concord-git` or a
     /// `--concord-version` that is not a version.
     pub(crate) fn of(args: &InitArgs) -> Result<Self, Error> {
@@ -64,10 +66,7 @@ impl ConcordSource {
             }
             return Ok(ConcordSource::Registry(version.clone()));
         }
-        Ok(match checkout(Path::new(BUILT_FROM)) {
-            Some(root) => ConcordSource::Checkout(root),
-            None => ConcordSource::Registry(env!("CARGO_PKG_VERSION").into()),
-        })
+        remembered(Path::new(BUILT_FROM))
     }
 
     /// The `[dependencies]` lines naming concord and its test environment.
@@ -122,6 +121,15 @@ impl ConcordSource {
     }
 }
 
+/// The checkout `built_from`, while it exists. Without it, falling back to
+/// the registry would make a project that may not build: ask for the
+/// source instead.
+fn remembered(built_from: &Path) -> Result<ConcordSource, Error> {
+    checkout(built_from)
+        .map(ConcordSource::Checkout)
+        .ok_or_else(|| Error::CheckoutGone(built_from.to_path_buf()))
+}
+
 /// `path`, canonical, when it holds concord's framework and test
 /// environment.
 fn checkout(path: &Path) -> Option<PathBuf> {
@@ -140,6 +148,19 @@ mod tests {
         // Tests build in the repository, so the default is path dependencies on it.
         assert!(checkout(Path::new(BUILT_FROM)).is_some());
         assert!(checkout(Path::new("/nonexistent")).is_none());
+    }
+
+    #[test]
+    fn a_removed_checkout_is_an_error_not_the_registry() {
+        let gone = Path::new("/nonexistent/concord");
+        match remembered(gone) {
+            Err(Error::CheckoutGone(path)) => assert_eq!(path, gone),
+            other => panic!("expected CheckoutGone, got {other:?}"),
+        }
+        assert!(matches!(
+            remembered(Path::new(BUILT_FROM)),
+            Ok(ConcordSource::Checkout(_))
+        ));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::core::ObjectMeta;
 use tokio::sync::watch;
 
+use super::AbortOnDrop;
 use super::config::RingConfig;
 use super::gate::{Peer, ShardGate};
 use super::names::{
@@ -22,6 +23,7 @@ use super::names::{
     sanitize,
 };
 use super::ring::View;
+use super::sightings::Sightings;
 use crate::{Error, LeaderElectionConfig};
 
 /// One replica's membership in the ring of a sharded manager.
@@ -43,6 +45,8 @@ pub(crate) struct Membership {
     behind_since: Option<Instant>,
     /// When the first live peer's Lease can next be found expired.
     next_expiry: Option<Instant>,
+    /// The watch of the Leases (from `join`), and the guard that stops it.
+    sightings: Option<(Arc<Sightings>, AbortOnDrop<()>)>,
 }
 
 impl Membership {
@@ -68,6 +72,7 @@ impl Membership {
             written: Instant::now(),
             behind_since: None,
             next_expiry: None,
+            sightings: None,
         }
     }
 
@@ -115,11 +120,20 @@ impl Membership {
             .await
             .map_err(|e| self.lost(&format!("creating the membership lease failed: {e}")))?;
         self.ours = Some(created);
+        self.sightings = Some(Sightings::watch(self.api.clone(), self.lease_name.clone()));
         self.renewed = sent;
         self.written = sent;
         self.gate.claimed(&View::default());
         self.gate.set_fence(sent + self.config.renew_deadline);
-        self.read().await;
+        // A replica that cannot read the ring would own nothing forever:
+        // refuse to start instead, and take the Lease back.
+        if let Err(error) = self.read().await {
+            self.leave().await;
+            return Err(self.lost(&format!(
+                "listing the membership leases failed: {error}; a sharded replica needs list and \
+                 watch on leases besides create, get, update and delete (Permissions::sharding)"
+            )));
+        }
         tracing::info!(
             lease = %self.lease(),
             member = self.gate.me(),
@@ -151,7 +165,13 @@ impl Membership {
                 self.gate.set_fence(Instant::now());
                 return Err(self.lost("the lease could not be renewed within the renew deadline"));
             }
-            let moved = self.read().await;
+            let moved = match self.read().await {
+                Ok(moved) => moved,
+                Err(error) => {
+                    tracing::warn!(%error, lease = %self.lease(), "listing membership leases failed");
+                    false
+                }
+            };
             self.account();
             // A new view with nothing to drain: acknowledge it at once rather
             // than a pause later (at most once per change of the view, so a
@@ -169,8 +189,11 @@ impl Membership {
             if let Some(expiry) = self.next_expiry {
                 pause = pause.min(expiry.saturating_duration_since(Instant::now()));
             }
+            // And at once when a peer joins, leaves or acknowledges a view.
+            let sightings = self.sightings.as_ref().map(|(s, _)| s.clone());
             let stop = tokio::select! {
                 _ = tokio::time::sleep(pause) => false,
+                () = watched_change(sightings.as_deref()) => false,
                 _ = self.gate.reconcile_ended(), if self.gate.draining() => false,
                 () = stopped(done) => true,
             };
@@ -258,15 +281,9 @@ impl Membership {
     /// live and what each acknowledged, and which live Leases of another
     /// configuration share our ring's name and scope. Whether the live
     /// members differ from the last read.
-    async fn read(&mut self) -> bool {
+    async fn read(&mut self) -> Result<bool, kube::Error> {
         let params = ListParams::default().labels(MEMBER_LABEL);
-        let list = match self.api.list(&params).await {
-            Ok(list) => list,
-            Err(error) => {
-                tracing::warn!(%error, lease = %self.lease(), "listing membership leases failed");
-                return false;
-            }
-        };
+        let list = self.api.list(&params).await?;
         let me = self.gate.me().to_owned();
         let mut live = vec![me.clone()];
         let mut peers = Vec::new();
@@ -292,12 +309,20 @@ impl Membership {
             };
             names.push(name.clone());
             let version = lease.metadata.resource_version.clone().unwrap_or_default();
+            // First seen by the watch, or by this LIST: whichever came first.
+            let sighted = self
+                .sightings
+                .as_ref()
+                .and_then(|(s, _)| s.first_seen(&name, &version));
+            let first = sighted.unwrap_or_else(Instant::now);
             let entry = self
                 .seen
                 .entry(name.clone())
-                .or_insert_with(|| (version.clone(), Instant::now()));
+                .or_insert_with(|| (version.clone(), first));
             if entry.0 != version {
-                *entry = (version.clone(), Instant::now());
+                *entry = (version.clone(), first);
+            } else {
+                entry.1 = entry.1.min(first);
             }
             let spec = lease.spec.clone().unwrap_or_default();
             let duration = Duration::from_secs(
@@ -355,7 +380,7 @@ impl Membership {
             .members
             .store(target.members().len() as u64, Relaxed);
         self.gate.observed(target, peers, refused);
-        moved
+        Ok(moved)
     }
 
     /// How `lease` relates to our ring; reports (once per Lease) one of
@@ -489,6 +514,14 @@ enum Kinship {
     Disjoint,
     /// Another ring.
     Unrelated,
+}
+
+/// Resolves at the watch's next change worth a read; never without a watch.
+async fn watched_change(sightings: Option<&Sightings>) {
+    match sightings {
+        Some(sightings) => sightings.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves once `done` is true (or its sender is gone).

@@ -18,6 +18,7 @@ mod mode;
 mod names;
 mod ring;
 mod sharder;
+mod sightings;
 mod stats;
 
 use std::sync::Arc;

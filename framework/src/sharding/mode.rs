@@ -13,7 +13,8 @@ pub enum ShardingMode {
     /// Every replica watches every object and reconciles only the keys the
     /// ring assigns it. No writes to objects; each cache holds everything.
     Hash,
-    /// As `hash`, and the leader labels every object with its owner's
+    /// As `hash`, and the sharder (one replica, elected on a Lease of its
+    /// own) labels every object with its owner's
     /// member id, so each replica watches (and caches) only its own shard.
     Label,
 }

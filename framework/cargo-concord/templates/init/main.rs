@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use concord::featuregates::StrategyTable;
-use concord::{Built, FeatureRegistry, Manager, ManagerArgs, Permissions};
+use concord::{Built, FeatureRegistry, Manager, ManagerArgs, Permissions, ShardingMode};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::ObjectMeta;
@@ -104,7 +104,10 @@ async fn main() -> anyhow::Result<()> {
     if cli.print_rbac {
         let config = cli.manager.load_config(FeatureRegistry::new())?;
         let namespace = cli.namespace.as_deref().unwrap_or(NAMESPACE);
-        print!("{}", rbac_yaml(config.strategies(), namespace)?);
+        print!(
+            "{}",
+            rbac_yaml(config.strategies(), namespace, cli.manager.shards)?
+        );
         return Ok(());
     }
     // Keeps the embedded control plane alive while the operator runs.
@@ -133,9 +136,13 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// The Role, the ClusterRole and the metrics readers' ClusterRole, as
-/// `--print-rbac` prints them.
-fn rbac_yaml(table: &StrategyTable, namespace: &str) -> anyhow::Result<String> {
-    let role = permissions(table).role(NAME, namespace);
+/// `--print-rbac` prints them (with the Lease verbs `--shards` needs).
+fn rbac_yaml(
+    table: &StrategyTable,
+    namespace: &str,
+    shards: ShardingMode,
+) -> anyhow::Result<String> {
+    let role = permissions(table).sharding(shards).role(NAME, namespace);
     let cluster_role = ClusterRole {
         metadata: ObjectMeta {
             name: Some(NAME.to_owned()),
