@@ -10,7 +10,10 @@
 /// fields the mutation did not change: a typed closure's change is the
 /// difference between the view before and after it, `update` reads the
 /// whole object before its `PUT` (a view is never treated as complete),
-/// and a view's copies never serve a write of another type. The struct
+/// and a view's copies serve a re-read of another type only as metadata
+/// (for a metadata-only writer), while a view re-reads only from its own
+/// type's cache or a `DynamicObject` one, never from a typed cache such as
+/// `Pod`'s, which may lack a field the view declares. The struct
 /// needs `Clone`, `Debug`, `Serialize`, `Deserialize` and a field
 /// `metadata: ObjectMeta`; every other field should be an `Option` (or
 /// `#[serde(default)]`) so that an object without it still deserialises.

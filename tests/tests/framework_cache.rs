@@ -1,7 +1,8 @@
 //! The shared cache on the real control plane: what it leaves out of the
 //! objects it stores (and that writes from those copies still lose
-//! nothing), its coalescing queue under a slow reconciler, and
-//! metadata-only controllers.
+//! nothing), its coalescing queue under a slow reconciler, metadata-only
+//! controllers, and which caches serve the re-read of a metadata-only or
+//! view write after a conflict.
 //!
 //! ```text
 //! cargo test -p concord-tests --test framework_cache
@@ -14,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
+use concord::strategies::Verb;
 use concord::{
-    Action, CacheTrim, Context, LAST_APPLIED, Manager, ManagerArgs, Mutation, Reconciler,
+    Action, CacheTrim, Context, Intent, LAST_APPLIED, Manager, ManagerArgs, Mutation, Reconciler,
     WriteError,
 };
 use concord_testenv::{TestEnv, TestNamespace};
@@ -24,7 +26,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::core::PartialObjectMeta;
+use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use serde_json::json;
 
 const SEEN: &str = "cache.concord.dev/seen";
@@ -536,5 +538,224 @@ async fn waiting_for_a_store_fails_when_the_manager_stops_before_it_synced() -> 
         error.to_string().contains("cache:pods/"),
         "the error names the cache: {error}"
     );
+    Ok(())
+}
+
+/// What a write the test makes conflict puts in, and what another client
+/// changed in between: values the API server encodes as Go does (`&`, `<`
+/// escaped) and non-ASCII text.
+const MINE: &str = "cache.concord.dev/mine";
+const MINE_VALUE: &str = "x & y < z — ü";
+const OTHER: &str = "other.example.com/note";
+const OTHER_VALUE: &str = "a&b <c> ä";
+
+/// Creates the ConfigMap `settings` as `kubectl apply` would (with the
+/// last-applied annotation), returning it and that annotation.
+async fn applied_config_map(maps: &Api<ConfigMap>) -> Result<(ConfigMap, &'static str)> {
+    let applied = r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"big":"yes"}}"#;
+    let created = maps
+        .create(
+            &PostParams {
+                field_manager: Some("kubectl-client-side-apply".into()),
+                ..PostParams::default()
+            },
+            &serde_json::from_value(json!({
+                "metadata": {"name": "settings", "annotations": {LAST_APPLIED: applied, "team": "a"}},
+                "data": {"big": "yes"},
+            }))?,
+        )
+        .await?;
+    Ok((created, applied))
+}
+
+/// Another client annotates `settings`, moving it past any copy taken
+/// before; waits until `cached` (a manager's cache) holds that version.
+async fn another_client_annotates(
+    maps: &Api<ConfigMap>,
+    cached: impl Fn() -> Option<String>,
+) -> Result<()> {
+    let params = PatchParams {
+        field_manager: Some("other-client".into()),
+        ..PatchParams::default()
+    };
+    let patch = json!({"metadata": {"annotations": {OTHER: OTHER_VALUE}}});
+    let newer = maps
+        .patch("settings", &params, &Patch::Merge(&patch))
+        .await?
+        .resource_version();
+    // The write still starts from its older copy; what follows does not
+    // depend on how fast the watch is.
+    let caught_up = eventually(Duration::from_secs(30), || async { cached() == newer }).await;
+    assert!(caught_up, "the cache never held the other client's version");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_metadata_only_write_rereads_from_a_full_cache_after_a_conflict() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let (created, applied) = applied_config_map(&maps).await?;
+    let mut manager = manager(ns.client(), "strict", CacheTrim::default()).await;
+    manager.add_controller("whole", maps.clone(), concord_tests::Idle, |c| c);
+    // A metadata-only controller of the same resource, whose own cache
+    // does not hold `settings`.
+    let metadata: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(ns.client(), ns.name());
+    manager
+        .controller("triggers", metadata, concord_tests::Idle)
+        .with_labels("role=trigger")
+        .add()?;
+    let whole = manager.context::<ConfigMap>();
+    let ctx = manager.context::<PartialObjectMeta<ConfigMap>>();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let stale = maps.get_metadata("settings").await?;
+    another_client_annotates(&maps, || {
+        whole
+            .cached(Some(ns.name()), "settings")
+            .and_then(|cm| cm.resource_version())
+    })
+    .await?;
+    let own = ctx.store().expect("the metadata-only controller's cache");
+    own.wait_until_ready().await?;
+    assert!(ctx.cached(Some(ns.name()), "settings").is_none());
+    let mine = Mutation::from(Intent::set_annotation(MINE, MINE_VALUE));
+    let written = ctx.write(&stale, mine).await?;
+    stop.shutdown();
+    running.await??;
+
+    let outcome = &written.outcome;
+    assert_eq!(
+        (
+            outcome.conflicts,
+            outcome.rereads_from_cache,
+            outcome.rereads_by_get
+        ),
+        (1, 1, 0),
+        "re-read from the ConfigMap cache: {outcome:?}"
+    );
+    assert_eq!(outcome.requests(Verb::Get), 0, "{outcome:?}");
+    let stored = maps.get("settings").await?;
+    let annotation = |key: &str| stored.annotations().get(key).map(String::as_str);
+    assert_eq!(annotation(MINE), Some(MINE_VALUE), "{stored:?}");
+    assert_eq!(annotation(OTHER), Some(OTHER_VALUE), "{stored:?}");
+    assert_eq!(annotation(LAST_APPLIED), Some(applied), "{stored:?}");
+    assert_eq!(annotation("team"), Some("a"), "{stored:?}");
+    assert_eq!(stored.data, created.data);
+    let (before, after) = (managers(&created), managers(&stored));
+    assert!(
+        before.iter().all(|m| after.contains(m)) && after.contains(&"other-client".to_owned()),
+        "managed fields kept: {before:?} → {after:?}"
+    );
+    Ok(())
+}
+
+/// A ConfigMap as a controller that reads only its data sees it.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct DataView {
+    metadata: kube::core::ObjectMeta,
+    data: Option<BTreeMap<String, String>>,
+}
+
+concord::view!(DataView, of = ConfigMap);
+
+/// Watches ConfigMaps as `DynamicObject`s and does nothing.
+struct IdleDynamic;
+
+#[concord::async_trait]
+impl Reconciler<DynamicObject> for IdleDynamic {
+    type Error = std::convert::Infallible;
+
+    async fn reconcile(
+        &self,
+        _: Arc<DynamicObject>,
+        _: &Context<DynamicObject>,
+    ) -> Result<Action, Self::Error> {
+        Ok(Action::await_change())
+    }
+}
+
+/// A view's write of a stale copy through a manager with a full typed
+/// cache of ConfigMaps (and a `DynamicObject` one when `dynamic`): its
+/// outcome, after checking that both clients' changes are stored.
+async fn view_write_after_a_conflict(env: &TestEnv, dynamic: bool) -> Result<concord::Outcome> {
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let (created, applied) = applied_config_map(&maps).await?;
+    let mut manager = manager(ns.client(), "strict", CacheTrim::default()).await;
+    manager.add_controller("whole", maps.clone(), concord_tests::Idle, |c| c);
+    let resource = ApiResource::erase::<ConfigMap>(&());
+    if dynamic {
+        let objects = Api::<DynamicObject>::namespaced_with(ns.client(), ns.name(), &resource);
+        manager
+            .controller_with("dynamic", objects, resource.clone(), IdleDynamic)
+            .add()?;
+    }
+    let whole = manager.context::<ConfigMap>();
+    let objects = manager.context_with::<DynamicObject>(resource);
+    let ctx = manager.context::<DataView>();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+
+    let stale: DataView = serde_json::from_value(serde_json::to_value(&created)?)?;
+    another_client_annotates(&maps, || {
+        let typed = whole
+            .cached(Some(ns.name()), "settings")
+            .and_then(|cm| cm.resource_version());
+        if !dynamic {
+            return typed;
+        }
+        // Both caches hold the version, or neither counts.
+        objects
+            .cached(Some(ns.name()), "settings")
+            .and_then(|o| o.resource_version())
+            .filter(|rv| Some(rv) == typed.as_ref())
+    })
+    .await?;
+    let mine = Mutation::typed(|view: &mut DataView| {
+        view.data
+            .get_or_insert_default()
+            .insert("mine".into(), MINE_VALUE.into());
+    });
+    let written = ctx.write(&stale, mine).await?;
+    stop.shutdown();
+    running.await??;
+
+    let stored = maps.get("settings").await?;
+    let data = stored.data.clone().unwrap_or_default();
+    assert_eq!(data.get("mine").map(String::as_str), Some(MINE_VALUE));
+    assert_eq!(data.get("big").map(String::as_str), Some("yes"));
+    let annotation = |key: &str| stored.annotations().get(key).map(String::as_str);
+    assert_eq!(annotation(OTHER), Some(OTHER_VALUE), "{stored:?}");
+    assert_eq!(annotation(LAST_APPLIED), Some(applied), "{stored:?}");
+    Ok(written.outcome)
+}
+
+#[tokio::test]
+async fn a_view_write_never_rereads_from_a_typed_cache_of_another_type() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let outcome = view_write_after_a_conflict(env, false).await?;
+    assert_eq!(
+        (
+            outcome.conflicts,
+            outcome.rereads_from_cache,
+            outcome.rereads_by_get
+        ),
+        (1, 0, 1),
+        "a ConfigMap may lack a field the view declares: {outcome:?}"
+    );
+    assert_eq!(outcome.requests(Verb::Get), 1, "{outcome:?}");
+    let outcome = view_write_after_a_conflict(env, true).await?;
+    assert_eq!(
+        (
+            outcome.conflicts,
+            outcome.rereads_from_cache,
+            outcome.rereads_by_get
+        ),
+        (1, 1, 0),
+        "a DynamicObject holds every field the server sent: {outcome:?}"
+    );
+    assert_eq!(outcome.requests(Verb::Get), 0, "{outcome:?}");
     Ok(())
 }

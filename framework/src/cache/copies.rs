@@ -1,15 +1,20 @@
-//! The fresh copies a writer re-reads from after a conflict: whichever of
-//! the manager's caches of its resource and Rust type holds the object.
+//! The fresh copies a writer re-reads from after a conflict: the first of
+//! the manager's caches of its resource that may serve it
+//! (`projection.rs`) and holds the object.
 
-use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use concord_strategies::{FreshCopies, Observed};
 use futures::future::BoxFuture;
+use kube::Resource;
 use kube::core::ApiResource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
+use super::projection::{Projection, WriterType};
 use super::{Caches, SharedCache};
 use crate::AnyObject;
 
@@ -20,13 +25,17 @@ pub(super) trait Lookup: Send + Sync {
     fn objects(&self) -> usize;
     /// The size of the store's objects encoded as compact JSON.
     fn json_bytes(&self) -> u64;
+    /// A copy newer than `than`, waiting up to `wait` for the watch, as
+    /// JSON: the whole object, or its `metadata` alone for
+    /// [`Projection::Metadata`].
     fn newer<'a>(
         &'a self,
         namespace: Option<&'a str>,
         name: &'a str,
         than: &'a str,
         wait: Duration,
-    ) -> BoxFuture<'a, Option<Observed>>;
+        projection: Projection,
+    ) -> BoxFuture<'a, Option<Value>>;
 }
 
 impl<K: AnyObject> Lookup for SharedCache<K> {
@@ -64,29 +73,41 @@ impl<K: AnyObject> Lookup for SharedCache<K> {
         name: &'a str,
         than: &'a str,
         wait: Duration,
-    ) -> BoxFuture<'a, Option<Observed>> {
-        Box::pin(SharedCache::newer(self, namespace, name, than, wait))
+        projection: Projection,
+    ) -> BoxFuture<'a, Option<Value>> {
+        Box::pin(async move {
+            let cached = SharedCache::newer(self, namespace, name, than, wait).await?;
+            match projection {
+                Projection::Metadata => serde_json::to_value(cached.meta()).ok(),
+                Projection::Whole | Projection::Decoded => {
+                    serde_json::to_value(cached.as_ref()).ok()
+                }
+            }
+        })
     }
 }
 
 /// The fresh copies a writer of one resource and Rust type re-reads from:
-/// whichever of the manager's caches of that resource and type holds the
-/// object (looked up at the
-/// time of the re-read, so controllers added after the writer count).
+/// the first of the manager's caches of that resource that may serve the
+/// writer (`Caches::lookups`: its own type's first) and holds the object,
+/// looked up at the time of the re-read, so controllers added after the
+/// writer count.
 pub(crate) struct CachedCopies {
     caches: Arc<Caches>,
     resource: ApiResource,
-    /// The Rust type the writer writes.
-    type_id: TypeId,
+    writer: WriterType,
 }
 
 impl CachedCopies {
     /// The copies a writer of `K` for `resource` re-reads from.
-    pub(crate) fn new<K: 'static>(caches: Arc<Caches>, resource: ApiResource) -> Self {
+    pub(crate) fn new<K>(caches: Arc<Caches>, resource: ApiResource) -> Self
+    where
+        K: Resource + Serialize + DeserializeOwned + 'static,
+    {
         CachedCopies {
             caches,
             resource,
-            type_id: TypeId::of::<K>(),
+            writer: WriterType::of::<K>(),
         }
     }
 }
@@ -108,12 +129,15 @@ impl FreshCopies for CachedCopies {
         wait: Duration,
     ) -> BoxFuture<'a, Option<Observed>> {
         Box::pin(async move {
-            let lookup = self
+            let (lookup, projection) = self
                 .caches
-                .lookups(&self.resource, self.type_id)
+                .lookups(&self.resource, &self.writer)
                 .into_iter()
-                .find(|l| l.holds(namespace, name))?;
-            lookup.newer(namespace, name, than, wait).await
+                .find(|(lookup, _)| lookup.holds(namespace, name))?;
+            let copy = lookup
+                .newer(namespace, name, than, wait, projection)
+                .await?;
+            self.writer.observed(copy, projection, &self.resource)
         })
     }
 }

@@ -16,6 +16,7 @@
 //! queues and the task that drives the watch.
 
 mod copies;
+mod projection;
 mod queue;
 mod selection;
 mod sizes;
@@ -24,6 +25,7 @@ mod trim;
 
 pub(crate) use copies::CachedCopies;
 use copies::Lookup;
+use projection::{Projection, WriterType};
 pub(crate) use queue::{Announced, Fairness, Slots};
 pub(crate) use selection::Selection;
 pub(crate) use sizes::CacheSizes;
@@ -39,7 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use concord_strategies::{Observed, cached_copy, is_newer};
+use concord_strategies::is_newer;
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -344,7 +346,7 @@ impl<K: AnyObject> SharedCache<K> {
         name: &str,
         than: &str,
         wait: Duration,
-    ) -> Option<Observed> {
+    ) -> Option<Arc<K>> {
         let key = object_ref::<K>(namespace, name, &self.dyntype);
         let deadline = tokio::time::Instant::now() + wait;
         loop {
@@ -353,7 +355,7 @@ impl<K: AnyObject> SharedCache<K> {
             notified.as_mut().enable();
             let cached = self.reader.get(&key)?;
             match is_newer(cached.resource_version().as_deref().unwrap_or(""), than) {
-                Some(true) => return observed(cached.as_ref(), &self.dyntype),
+                Some(true) => return Some(cached),
                 Some(false) => {}
                 None => return None,
             }
@@ -399,13 +401,6 @@ pub(crate) fn object_ref<K: AnyObject>(
         Some(namespace) => key.within(namespace),
         None => key,
     }
-}
-
-/// `object` as JSON, complete or not by the rule the strategies' `Writer`
-/// applies ([`cached_copy`]).
-fn observed<K: AnyObject>(object: &K, dyntype: &K::DynamicType) -> Option<Observed> {
-    let json = serde_json::to_value(object).ok()?;
-    Some(cached_copy::<K>(json, &ApiResource::erase::<K>(dyntype)))
 }
 
 /// The shared caches of one manager.
@@ -533,20 +528,39 @@ impl Caches {
             .map(|cache| cache.store())
     }
 
-    /// The caches that may serve a writer of `type_id` for `resource`:
-    /// those of the very same Rust type. A cache of another type of the
-    /// same resource (metadata only, `PartialObjectMeta<K>`, or a view
-    /// with fewer fields) holds copies the writer's mutation could read
-    /// missing fields from; it starts from its own type's copy or a `GET`.
-    fn lookups(&self, resource: &ApiResource, type_id: TypeId) -> Vec<Arc<dyn Lookup>> {
+    /// The caches of `resource` that may serve a re-read of `writer`, each
+    /// with what it hands over (the table in `projection.rs`): those of the
+    /// writer's own Rust type first, then a metadata-only writer's every
+    /// other cache (each holds the whole `metadata`) or another writer's
+    /// `DynamicObject` caches (each holds every field the server sent).
+    ///
+    /// A view (or any typed writer) never re-reads from a typed cache of
+    /// another type, such as a `k8s-openapi` `Pod` cache: that struct may
+    /// lack a field the view declares (a server newer than the Rust type),
+    /// and a copy without a field the mutation reads can lose data. It
+    /// starts from its own type's copy or a `GET`.
+    fn lookups(
+        &self,
+        resource: &ApiResource,
+        writer: &WriterType,
+    ) -> Vec<(Arc<dyn Lookup>, Projection)> {
         let entries = self
             .entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        entries
+        let mut found: Vec<_> = entries
             .iter()
-            .filter(|e| e.type_id == type_id && same_resource(&e.resource, resource))
-            .map(|e| e.copies.clone())
+            .filter(|e| same_resource(&e.resource, resource))
+            .filter_map(|e| {
+                let projection = writer.projection(e.type_id)?;
+                Some((writer.is_own(e.type_id), e.copies.clone(), projection))
+            })
+            .collect();
+        // Stable: the order the caches were added in, within each group.
+        found.sort_by_key(|(own, _, _)| !own);
+        found
+            .into_iter()
+            .map(|(_, lookup, projection)| (lookup, projection))
             .collect()
     }
 }

@@ -116,3 +116,109 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
         assert_eq!(names, ["x", "y", "z"]);
     });
 }
+
+/// A view of ConfigMaps: metadata and data.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Data {
+    metadata: kube::core::ObjectMeta,
+    data: Option<std::collections::BTreeMap<String, String>>,
+}
+
+crate::view!(Data, of = ConfigMap);
+
+#[test]
+fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
+    use kube::core::{DynamicObject, PartialObjectMeta};
+    use serde_json::json;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let caches = Arc::new(Caches::default());
+        let trim = CacheTrim::default();
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        // As the API server stores it, with a field `ConfigMap` lacks.
+        let stored = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "cm", "namespace": "ns", "uid": "u-1", "resourceVersion": "5",
+                "labels": {"team": "a&b <ü>"},
+                "annotations": {LAST_APPLIED: "{}", "note": "x < y & ü"},
+                "managedFields": [{"manager": "kubectl", "operation": "Update"}],
+            },
+            "data": {"k": "v"},
+            "newerField": "kept",
+        });
+        // Each cache holds it as its watch stores it: decoded, then trimmed.
+        let typed_api = Api::<ConfigMap>::all(client.clone());
+        let (typed, _) = caches.shared(&typed_api, Vec::new(), Selection::default(), trim, &());
+        let mut cm: ConfigMap = serde_json::from_value(stored.clone()).unwrap();
+        trim.apply(&mut cm);
+        let mut fill = lock(&typed.writer).take().unwrap();
+        fill.apply_watcher_event(&watcher::Event::Apply(cm.clone()));
+        let reread = |copies: &CachedCopies| {
+            use concord_strategies::FreshCopies;
+            copies
+                .newer(Some("ns"), "cm", "4", Duration::ZERO)
+                .now_or_never()
+                .flatten()
+        };
+
+        let metadata =
+            CachedCopies::new::<PartialObjectMeta<ConfigMap>>(caches.clone(), resource.clone());
+        let copy = reread(&metadata).expect("a metadata-only writer reads any cache");
+        let trimmed = serde_json::to_value(&cm.metadata).unwrap();
+        assert_eq!(
+            copy.json(),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": trimmed}),
+        );
+        assert!(trimmed["annotations"].get(LAST_APPLIED).is_none());
+        assert!(!copy.is_complete());
+
+        let view = CachedCopies::new::<Data>(caches.clone(), resource.clone());
+        assert_eq!(reread(&view), None, "a view never reads a typed cache");
+
+        let dynamic_api = Api::<DynamicObject>::all_with(client.clone(), &resource);
+        let (dynamic, _) = caches.shared(
+            &dynamic_api,
+            Vec::new(),
+            Selection::default(),
+            trim,
+            &resource,
+        );
+        let mut object: DynamicObject = serde_json::from_value(stored.clone()).unwrap();
+        trim.apply(&mut object);
+        let mut fill = lock(&dynamic.writer).take().unwrap();
+        fill.apply_watcher_event(&watcher::Event::Apply(object));
+        let copy = reread(&view).expect("a view reads a DynamicObject cache");
+        let mut own: Data = serde_json::from_value(stored.clone()).unwrap();
+        trim.apply(&mut own);
+        assert_eq!(
+            copy.json(),
+            &serde_json::to_value(own).unwrap(),
+            "as its own cache holds it"
+        );
+        assert!(!copy.is_complete());
+        let typed_writer = CachedCopies::new::<ConfigMap>(caches.clone(), resource.clone());
+        assert_eq!(
+            reread(&typed_writer).map(|c| c.json().clone()),
+            Some(serde_json::to_value(&cm).unwrap()),
+            "its own cache first"
+        );
+
+        // A metadata-only writer's own cache comes first too.
+        let own_api = Api::<PartialObjectMeta<ConfigMap>>::all(client);
+        let (own, _) = caches.shared(&own_api, Vec::new(), Selection::default(), trim, &());
+        let mut newer: PartialObjectMeta<ConfigMap> = serde_json::from_value(stored).unwrap();
+        newer.metadata.resource_version = Some("6".into());
+        trim.apply(&mut newer);
+        let mut fill = lock(&own.writer).take().unwrap();
+        fill.apply_watcher_event(&watcher::Event::Apply(newer));
+        let copy = reread(&metadata).unwrap();
+        assert_eq!(copy.json()["metadata"]["resourceVersion"], "6");
+    });
+}
