@@ -64,6 +64,30 @@ fn both_operators_write_every_pod_with_either_cache_and_the_burst_reconciles_eve
     Ok(())
 }
 
+#[test]
+fn the_shipped_kueue_operator_holds_every_pod_beside_the_peer() -> anyhow::Result<()> {
+    let bench = memory_bench()?;
+    let env = concord_testenv::TestEnv::shared()?;
+    let report = run(&bench, env, "full", &["--example", "kueue-finalizer"])?;
+    let hold = &report["hold"];
+    assert_eq!(hold["example"], "kueue-finalizer", "{report}");
+    let runs = hold["runs"].as_array().context("hold.runs")?;
+    let operators: Vec<&str> = runs.iter().filter_map(|r| r["operator"].as_str()).collect();
+    assert_eq!(operators, ["concord", "controller-runtime"], "{hold}");
+    for run in runs {
+        assert!(
+            number(run, "reconciles")? >= 200,
+            "every pod reconciled: {run}"
+        );
+        assert!(number(&run["held"], "hwm_kib")? > 0, "{run}");
+    }
+    assert!(
+        report["runs"].as_array().is_some_and(Vec::is_empty),
+        "no write pass with --example: {report}"
+    );
+    Ok(())
+}
+
 /// `--yes-create-pods-in` for a cluster `$CONCORD_TEST_KUBECONFIG` chose for
 /// the tests; nothing for the embedded control plane.
 fn consent(env: &concord_testenv::TestEnv) -> anyhow::Result<Vec<String>> {
@@ -84,9 +108,11 @@ fn run(
     cache: &str,
     extra: &[&str],
 ) -> anyhow::Result<Value> {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let json = std::env::temp_dir().join(format!(
-        "memory-bench-test-{}-{cache}.json",
-        std::process::id()
+        "memory-bench-test-{}-{cache}-{}.json",
+        std::process::id(),
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let output = Command::new(bench)
         .args([

@@ -76,9 +76,17 @@ pub struct Args {
     #[command(flatten)]
     pub consent: concord_examples::RemoteConsent,
     /// The concord operator's executable; default this one (`memory-bench
-    /// operator …`).
+    /// operator …`), or with `--example` the example beside it
+    /// (`target/release/examples/<name>`).
     #[arg(long)]
     pub operator: Option<PathBuf>,
+    /// Instead of the rounds' write pass: a shipped example operator itself
+    /// (`<name> --serve`), holding the rounds' objects (created as its
+    /// managed objects, its finalizer on) beside the controller-runtime
+    /// operator's default cache. Build it first: `cargo build --release -p
+    /// concord-examples --example <name>`.
+    #[arg(long, value_enum)]
+    pub example: Option<crate::hold::Example>,
 }
 // ANCHOR_END: args
 

@@ -95,7 +95,7 @@ pub(crate) async fn run(
         args.events
     );
     let api = objects::api(client, namespace, args.kind);
-    objects::create(&api, args.kind, n).await?;
+    objects::create(&api, args.kind, n, None).await?;
     let argv = programs.concord_args(namespace, args.kind, args.cache, 1, args.burst_sleep_ms);
     let mut process = Process::spawn("concord", &programs.concord, &argv)?;
     let (synced, before, _) = measure::synced(&mut process, n, args.settle()).await?;

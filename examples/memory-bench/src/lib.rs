@@ -17,6 +17,7 @@
 //! | synced | an operator starts; once its cache holds N objects and `--settle-secs` pass, its VmHWM and VmRSS are read from `/proc/<pid>/status`, and VmHWM is reset |
 //! | written | the harness asks for the round on every object; once the API server shows every object written and `--settle-secs` pass, VmHWM (the write pass's peak) and VmRSS are read again, with the allocations per reconcile of the phase; the operator is stopped |
 //! | rounds | concord, controller-runtime, concord, … (`--rounds`); medians, ranges, and the concord/controller-runtime ratio of VmHWM paired by round with a 95% interval |
+//! | hold | with `--example kueue-finalizer`, instead of the write pass: the shipped example itself (`--serve`) and the controller-runtime operator, each until it holds every object and reconciled each once, then VmHWM and VmRSS ([`HoldReport`]) |
 //! | burst | with `--burst`: the concord operator reconciling slowly while `--events` updates land; memory sampled every second; every object must end reconciled at its final value |
 //!
 //! ```no_run
@@ -31,6 +32,7 @@
 mod alloc;
 mod args;
 mod burst;
+mod hold;
 mod measure;
 mod objects;
 pub mod operator;
@@ -46,6 +48,8 @@ pub use alloc::CountingAlloc;
 pub use args::Args;
 #[doc(inline)]
 pub use burst::{BurstReport, Sample};
+#[doc(inline)]
+pub use hold::{Example, HoldReport, HoldRun};
 #[doc(inline)]
 pub use measure::{Figure, RunFigures};
 #[doc(inline)]

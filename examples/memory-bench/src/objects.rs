@@ -48,9 +48,22 @@ impl Kind {
         }
     }
 
-    /// The `i`th object's manifest.
-    fn manifest(self, i: usize) -> Value {
-        let metadata = json!({"name": name(i), "labels": {"app": "memory-bench"}});
+    /// The `i`th object's manifest, with `extra` metadata merged in
+    /// (labels added).
+    fn manifest(self, i: usize, extra: Option<&Value>) -> Value {
+        let mut metadata = json!({"name": name(i), "labels": {"app": "memory-bench"}});
+        if let Some(Value::Object(extra)) = extra {
+            for (key, value) in extra {
+                match (metadata.get_mut(key), value) {
+                    (Some(Value::Object(have)), Value::Object(more)) => {
+                        have.extend(more.clone());
+                    }
+                    _ => {
+                        metadata[key] = value.clone();
+                    }
+                }
+            }
+        }
         match self {
             Kind::Pods => json!({
                 "apiVersion": "v1", "kind": "Pod", "metadata": metadata,
@@ -86,16 +99,21 @@ pub(crate) async fn install(client: &Client, kind: Kind) -> anyhow::Result<()> {
     }
 }
 
-/// Creates objects `0..n` of `kind`.
+/// Creates objects `0..n` of `kind`, each with `extra` metadata.
 ///
 /// # Errors
 ///
 /// When an object cannot be created.
-pub(crate) async fn create(api: &Api<DynamicObject>, kind: Kind, n: usize) -> anyhow::Result<()> {
+pub(crate) async fn create(
+    api: &Api<DynamicObject>,
+    kind: Kind,
+    n: usize,
+    extra: Option<&Value>,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     stream::iter(0..n)
         .map(|i| async move {
-            let object: DynamicObject = serde_json::from_value(kind.manifest(i))?;
+            let object: DynamicObject = serde_json::from_value(kind.manifest(i, extra))?;
             api.create(&PostParams::default(), &object).await?;
             anyhow::Ok(())
         })

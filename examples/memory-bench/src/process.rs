@@ -95,6 +95,18 @@ impl Process {
         }
     }
 
+    /// Fails when the operator has exited.
+    ///
+    /// # Errors
+    ///
+    /// When it exited (with its exit status), or cannot be waited on.
+    pub(crate) fn running(&mut self) -> anyhow::Result<()> {
+        if let Some(exit) = self.child.try_wait()? {
+            bail!("the {} operator exited ({exit})", self.who);
+        }
+        Ok(())
+    }
+
     /// Its VmRSS and VmHWM now.
     ///
     /// # Errors

@@ -97,6 +97,8 @@ pub struct Report {
     pub ratios: Vec<Ratio>,
     /// The burst, when it ran.
     pub burst: Option<BurstReport>,
+    /// With `--example`: the shipped example holding the objects.
+    pub hold: Option<crate::hold::HoldReport>,
 }
 
 impl Report {
@@ -115,6 +117,7 @@ impl Report {
             spreads: Vec::new(),
             ratios: Vec::new(),
             burst: None,
+            hold: None,
         }
     }
 
@@ -172,7 +175,7 @@ impl Report {
 
 /// Where `interval` lies against `bound`: `words[0]` wholly below it,
 /// `words[1]` wholly above, else `undecided`.
-fn side(interval: &Interval, bound: f64, words: [&'static str; 2]) -> &'static str {
+pub(crate) fn side(interval: &Interval, bound: f64, words: [&'static str; 2]) -> &'static str {
     if interval.hi < bound {
         words[0]
     } else if interval.lo > bound {
@@ -263,6 +266,9 @@ pub fn table(report: &Report) -> String {
         }
         let failed: u64 = report.runs.iter().map(|r| r.failed).sum();
         let _ = writeln!(out, "\nfailed writes over all rounds: {failed}");
+    }
+    if let Some(hold) = &report.hold {
+        out.push_str(&crate::hold::table(hold));
     }
     if let Some(burst) = &report.burst {
         out.push_str(&crate::burst::table(burst));

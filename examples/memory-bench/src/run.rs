@@ -7,6 +7,7 @@ use anyhow::Context as _;
 
 use crate::args::Args;
 use crate::burst;
+use crate::hold::{self, HoldPrograms};
 use crate::measure::{self, RunFigures};
 use crate::objects::{self, Kind};
 use crate::operator::CacheMode;
@@ -87,6 +88,21 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     if args.cache == CacheMode::View && args.kind != Kind::Pods {
         anyhow::bail!("--cache view: there is a view of Pods only (use --kind pods)");
     }
+    if let Some(example) = args.example {
+        if args.kind != Kind::Pods {
+            anyhow::bail!(
+                "--example {}: the example holds Pods (use --kind pods)",
+                example.as_str()
+            );
+        }
+        if !matches!(args.cache, CacheMode::Full | CacheMode::View) {
+            anyhow::bail!(
+                "--example {} --cache {}: the example caches what its code says (its view) and the controller-runtime operator its default (whole objects); leave --cache out",
+                example.as_str(),
+                args.cache.as_str()
+            );
+        }
+    }
     let connection = concord_examples::connect(args.kubeconfig.clone(), &args.consent).await?;
     let kubeconfig = connection.kubeconfig.clone();
     let client = connection.client.clone();
@@ -105,8 +121,21 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
         let namespace =
             concord_race_bench::create_namespace(&client, "memory", args.kind.as_str()).await?;
         let api = objects::api(&client, &namespace, args.kind);
-        objects::create(&api, args.kind, args.pods).await?;
-        let result = rounds(args, &programs, &namespace, &api, &mut report.runs).await;
+        let extra = args.example.map(hold::Example::metadata);
+        objects::create(&api, args.kind, args.pods, extra.as_ref()).await?;
+        let result = match args.example {
+            Some(example) => {
+                let held = HoldPrograms {
+                    example: hold::example_path(example, args.operator.as_deref())?,
+                    peer: programs.peer.clone(),
+                    kubeconfig: programs.kubeconfig.clone(),
+                };
+                let result = hold::rounds(args, example, &held, &namespace).await;
+                hold::release(&api, args.pods).await?;
+                result.map(|held| report.hold = Some(held))
+            }
+            None => rounds(args, &programs, &namespace, &api, &mut report.runs).await,
+        };
         cleanup(&client, &namespace, args.pods).await?;
         result?;
     }
