@@ -248,15 +248,30 @@ impl<K: AnyObject> SharedCache<K> {
                 _ => None,
             };
             writer.apply_watcher_event(&event);
+            let first_list = !self.synced.load(Ordering::Acquire);
             match event {
                 watcher::Event::Apply(object) => {
                     self.announce(old.as_deref(), object, Lane::Changed);
                 }
+                // The store buffers its own copy until the list is in: the
+                // queues take that one then, not a second one now.
+                watcher::Event::InitApply(object) if first_list => {
+                    lock(&self.subscribers).retain(|s| s.announce_first_listed(&object));
+                }
                 watcher::Event::InitApply(object) => {
                     self.announce(old.as_deref(), object, Lane::Listed);
                 }
-                // `reflect` has applied the list to the store.
-                watcher::Event::InitDone => self.mark_synced(),
+                // The store holds the list now.
+                watcher::Event::InitDone => {
+                    if first_list {
+                        for subscriber in lock(&self.subscribers).iter() {
+                            subscriber.fill(|namespace, name| {
+                                self.reader.get(&object_ref(namespace, name, &self.dyntype))
+                            });
+                        }
+                    }
+                    self.mark_synced();
+                }
                 _ => {}
             }
             return;

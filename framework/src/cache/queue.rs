@@ -23,6 +23,15 @@
 //!   order; a queue it could drain would order nothing. Handing out an
 //!   object only for a free slot keeps the order here.
 //!
+//! - **The first list holds no copies.** Until the cache's first list is
+//!   complete, kube-runtime's store buffers the listed objects (its own
+//!   copies) and its controller reconciles nothing; an object of that
+//!   list is queued without a copy of its own
+//!   ([`Announcer::announce_first_listed`]) and gets the store's once the
+//!   list is in ([`Announcer::fill`]). Without that the queue would hold a
+//!   second copy of every object through the list, doubling the process's
+//!   peak.
+//!
 //! Its length is bounded by the number of distinct objects, not by the
 //! number of watch events. Nothing is lost: the controller is always handed
 //! the newest copy the watch delivered, and reconciles from the store,
@@ -82,7 +91,8 @@ impl Fairness {
 }
 
 struct Waiting<K> {
-    object: Arc<K>,
+    /// `None` for an object of the first list until [`Announcer::fill`].
+    object: Option<Arc<K>>,
     lane: Lane,
     /// Which push of this key into a lane is current; older entries of
     /// the key in a lane are skipped when they come up.
@@ -109,6 +119,9 @@ struct State<K> {
     waker: Option<Waker>,
     /// The receiver was dropped: announcements go nowhere.
     closed: bool,
+    /// Objects of the first list wait for the store's copies: nothing is
+    /// handed out.
+    unfilled: bool,
 }
 
 impl<K> State<K> {
@@ -129,7 +142,7 @@ impl<K> State<K> {
     }
 
     /// Queues `object` under `key` at the back of `lane`.
-    fn push(&mut self, key: Key, object: Arc<K>, lane: Lane) {
+    fn push(&mut self, key: Key, object: Option<Arc<K>>, lane: Lane) {
         if lane == Lane::Listed && self.listed_is_empty() {
             self.passes = 0;
             self.passed_since = None;
@@ -168,7 +181,10 @@ impl<K> State<K> {
                 if lane == Lane::Listed {
                     self.listed_len -= 1;
                 }
-                return Some((key, waiting.object));
+                // Always filled: nothing is taken while `unfilled`.
+                if let Some(object) = waiting.object {
+                    return Some((key, object));
+                }
             }
         }
     }
@@ -239,6 +255,7 @@ pub(crate) fn queue<K>(
             passed_since: None,
             waker: None,
             closed: false,
+            unfilled: false,
         }),
     });
     (
@@ -278,13 +295,62 @@ impl<K: Resource + 'static> Announcer<K> {
             return true;
         }
         match state.waiting.get_mut(&key) {
-            Some(waiting) if waiting.lane >= lane => waiting.object = object,
-            Some(_) => state.push(key, object, lane),
-            None if passes => state.push(key, object, lane),
+            Some(waiting) if waiting.lane >= lane => waiting.object = Some(object),
+            Some(_) => state.push(key, Some(object), lane),
+            None if passes => state.push(key, Some(object), lane),
             None => return true,
         }
         state.wake();
         true
+    }
+
+    /// Announces `object`, delivered by the cache's first list, in the
+    /// listed lane without keeping it: the store holds its own copy once
+    /// the list is in, and [`fill`](Self::fill) puts that one in the queue.
+    /// Until then the queue hands out nothing. `false` once the controller
+    /// has stopped.
+    pub(crate) fn announce_first_listed(&self, object: &K) -> bool {
+        let passes = self
+            .predicate
+            .as_ref()
+            .is_none_or(|p| p.passes(None, object));
+        let mut state = self.shared.lock();
+        if state.closed {
+            return false;
+        }
+        state.unfilled = true;
+        let key = (object.namespace(), object.name_any());
+        match state.waiting.get_mut(&key) {
+            Some(waiting) => waiting.object = None,
+            None if passes => state.push(key, None, Lane::Listed),
+            None => {}
+        }
+        true
+    }
+
+    /// The first list is in: each object it queued gets the copy
+    /// `stored` returns for its namespace and name (the store's), and one
+    /// the store no longer holds leaves the queue. The queue hands out
+    /// again.
+    pub(crate) fn fill(&self, stored: impl Fn(Option<&str>, &str) -> Option<Arc<K>>) {
+        let mut state = self.shared.lock();
+        if !state.unfilled {
+            return;
+        }
+        let mut gone = 0;
+        state.waiting.retain(|(namespace, name), waiting| {
+            if waiting.object.is_none() {
+                waiting.object = stored(namespace.as_deref(), name);
+            }
+            let keep = waiting.object.is_some();
+            if !keep && waiting.lane == Lane::Listed {
+                gone += 1;
+            }
+            keep
+        });
+        state.listed_len -= gone;
+        state.unfilled = false;
+        state.wake();
     }
 
     /// How many objects wait to be taken (parked ones included).
@@ -313,7 +379,7 @@ impl<K> Slots<K> {
             return;
         }
         if let Some((object, lane)) = state.parked.remove(&key) {
-            state.push(key, object, lane);
+            state.push(key, Some(object), lane);
         }
         state.wake();
     }
@@ -325,7 +391,10 @@ impl<K> Stream for Announced<K> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<K>>> {
         let mut state = self.0.lock();
         let full = state.fairness.slots > 0 && state.running.len() >= state.fairness.slots;
-        if !full && let Some((key, object)) = state.take() {
+        if !full
+            && !state.unfilled
+            && let Some((key, object)) = state.take()
+        {
             if state.fairness.slots > 0 {
                 state.running.insert(key);
             }

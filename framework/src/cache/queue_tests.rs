@@ -219,3 +219,43 @@ fn waiting_for_a_free_slot_does_not_age_the_listed_lane() {
         "nothing was passed over while the slot was busy"
     );
 }
+
+#[test]
+fn a_first_list_is_handed_out_as_the_stores_copies_once_it_is_in() {
+    let (announcer, mut announced) = queue(
+        Some(crate::Predicate::new(|_, cm: &ConfigMap| {
+            cm.name_any() != "refused"
+        })),
+        unlimited(),
+    );
+    for name in ["a", "refused", "b", "deleted"] {
+        assert!(announcer.announce_first_listed(&config_map(name, "1")));
+    }
+    assert_eq!(next(&mut announced), None, "nothing before the list is in");
+    let stored: std::collections::HashMap<&str, Arc<ConfigMap>> =
+        [("a", config_map("a", "1")), ("b", config_map("b", "1"))].into();
+    announcer.fill(|namespace, name| {
+        assert_eq!(namespace, Some("default"));
+        stored.get(name).cloned()
+    });
+    let taken: Vec<Arc<ConfigMap>> =
+        std::iter::from_fn(|| announced.next().now_or_never().flatten()).collect();
+    assert_eq!(
+        taken.len(),
+        2,
+        "the refused one never queued, the deleted one left"
+    );
+    for object in taken {
+        assert!(
+            Arc::ptr_eq(&object, &stored[object.name_any().as_str()]),
+            "the store's own copy, not a second one"
+        );
+    }
+    assert_eq!(announcer.waiting(), 0);
+    announcer.announce(None, config_map("a", "2"), Changed);
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("a@2"),
+        "and after it as before"
+    );
+}
