@@ -2,7 +2,8 @@
 //! objects it stores (and that writes from those copies still lose
 //! nothing), its coalescing queue under a slow reconciler, metadata-only
 //! controllers, and which caches serve the re-read of a metadata-only or
-//! view write after a conflict.
+//! view write after a conflict, and how its first list arrives (streamed,
+//! or in pages where the server does not stream).
 //!
 //! ```text
 //! cargo test -p concord-tests --test framework_cache
@@ -20,6 +21,7 @@ use concord::{
     Action, CacheTrim, Context, Intent, LAST_APPLIED, Manager, ManagerArgs, Mutation, Reconciler,
     WriteError,
 };
+use concord_testenv::faults::{FaultClass, FaultProxy, Faults, Verb as FaultVerb};
 use concord_testenv::{TestEnv, TestNamespace};
 use concord_tests::eventually;
 use futures::StreamExt;
@@ -757,5 +759,91 @@ async fn a_view_write_never_rereads_from_a_typed_cache_of_another_type() -> Resu
         "a DynamicObject holds every field the server sent: {outcome:?}"
     );
     assert_eq!(outcome.requests(Verb::Get), 0, "{outcome:?}");
+    Ok(())
+}
+
+/// A manager whose client goes through `proxy`, with an idle controller of
+/// the namespace's ConfigMaps; its store once ready (three objects were
+/// created first), or an error after 60 s.
+async fn synced_through(proxy: &FaultProxy, ns: &TestNamespace) -> Result<usize> {
+    let client = kube::Client::try_from(proxy.config())?;
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
+    let mut manager = manager(client, "strict", CacheTrim::default()).await;
+    manager.add_controller("maps", maps, concord_tests::Idle, |c| c);
+    let store = manager
+        .context::<ConfigMap>()
+        .store()
+        .expect("the controller's cache");
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    let ready = tokio::time::timeout(Duration::from_secs(60), store.wait_until_ready()).await;
+    let held = store.len();
+    stop.shutdown();
+    running.await??;
+    ready.map_err(|_| anyhow::anyhow!("the cache did not sync in 60 s: {}", proxy.report()))??;
+    Ok(held)
+}
+
+async fn three_config_maps(ns: &TestNamespace) -> Result<()> {
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    for name in ["a", "b", "c"] {
+        maps.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name}}))?,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_first_list_streams_where_the_server_serves_streaming_lists() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    three_config_maps(&ns).await?;
+    // Every LIST of ConfigMaps fails: a cache that listed could not sync.
+    let faults = Faults::seeded(1)
+        .on(FaultVerb::List)
+        .resource("configmaps")
+        .fail_with(500);
+    let proxy = FaultProxy::start(env.config(), faults).await?;
+    assert_eq!(synced_through(&proxy, &ns).await?, 3);
+    assert_eq!(
+        proxy.report().total(),
+        0,
+        "no LIST was sent: {}",
+        proxy.report()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_first_list_comes_in_pages_when_the_server_does_not_stream() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    three_config_maps(&ns).await?;
+    // The first watch (the cache's question whether lists stream) fails,
+    // as on a server without streaming lists; the first LIST is throttled,
+    // which shows that one was sent.
+    let faults = Faults::seeded(2)
+        .on(FaultVerb::Watch)
+        .resource("configmaps")
+        .fail_with(500)
+        .times(1)
+        .on(FaultVerb::List)
+        .resource("configmaps")
+        .throttle(1)
+        .times(1);
+    let proxy = FaultProxy::start(env.config(), faults).await?;
+    assert_eq!(synced_through(&proxy, &ns).await?, 3);
+    let report = proxy.report();
+    assert_eq!(
+        (
+            report.count(FaultClass::ServerError),
+            report.count(FaultClass::Throttle)
+        ),
+        (1, 1),
+        "the question failed and the cache listed: {report}"
+    );
     Ok(())
 }

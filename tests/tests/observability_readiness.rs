@@ -59,11 +59,12 @@ async fn readyz_waits_for_the_cache_of_a_large_watch() -> Result<()> {
         .try_collect::<()>()
         .await?;
 
-    // The manager's first list of the ConfigMaps waits 5 s at a proxy, so
-    // that the probes below certainly see the manager before its cache has
+    // The manager's first watch of the ConfigMaps (its question whether
+    // lists stream, before its first list) waits 5 s at a proxy, so that
+    // the probes below certainly see the manager before its cache has
     // synced.
     let faults = Faults::seeded(31)
-        .on(Verb::List)
+        .on(Verb::Watch)
         .resource("configmaps")
         .in_namespace(ns.name())
         .delay(Duration::from_secs(5))

@@ -9,6 +9,10 @@
 //! sharding gate's label selector included) and trim subscribe to the same
 //! stream.
 //!
+//! The first list comes as a streaming list (`sendInitialEvents`) where
+//! the API server serves one, and in pages of 500 otherwise
+//! (`streaming.rs`).
+//!
 //! Objects are stored trimmed ([`CacheTrim`], `trim.rs`), and each
 //! subscriber takes them from a queue that holds each object once and
 //! only what the subscriber's predicate passes, judged against the copy
@@ -21,6 +25,7 @@ mod queue;
 mod selection;
 mod sizes;
 mod store;
+mod streaming;
 mod trim;
 
 pub(crate) use copies::CachedCopies;
@@ -193,17 +198,20 @@ impl<K: AnyObject> SharedCache<K> {
                     return;
                 };
                 let trim = self.trim;
-                let config = self.selection.resolve();
-                let streams = self.apis.iter().enumerate().map(|(i, api)| {
-                    watcher(api.clone(), config.clone())
-                        .default_backoff()
-                        .modify(move |object: &mut K| trim.apply(object))
-                        .map(move |event| (i, event))
-                        .boxed()
-                });
-                let mut events = futures::stream::select_all(streams);
-                let mut relists = Relists::new(self.apis.len());
                 let run = async {
+                    let mut config = self.selection.resolve();
+                    if streaming::serves_streaming_lists(&self.api).await {
+                        config = config.streaming_lists();
+                    }
+                    let streams = self.apis.iter().enumerate().map(|(i, api)| {
+                        watcher(api.clone(), config.clone())
+                            .default_backoff()
+                            .modify(move |object: &mut K| trim.apply(object))
+                            .map(move |event| (i, event))
+                            .boxed()
+                    });
+                    let mut events = futures::stream::select_all(streams);
+                    let mut relists = Relists::new(self.apis.len());
                     while let Some((i, event)) = events.next().await {
                         match event {
                             Ok(event) => self.apply(&mut writer, &mut relists, i, event),

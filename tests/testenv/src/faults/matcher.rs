@@ -24,6 +24,9 @@ pub(crate) struct EventScope {
     pub(crate) rules: Vec<usize>,
     pub(crate) group: String,
     pub(crate) resource: String,
+    /// A streaming list: its initial events pass untouched (they are the
+    /// list, which event faults do not touch).
+    pub(crate) initial_events: bool,
 }
 
 impl Matcher {
@@ -78,6 +81,7 @@ impl Matcher {
             rules,
             group: info.group.clone(),
             resource: info.resource.clone(),
+            initial_events: info.initial_events,
         })
     }
 

@@ -62,6 +62,10 @@ pub(crate) struct RequestInfo {
     pub(crate) subresource: String,
     pub(crate) namespace: Option<String>,
     pub(crate) name: Option<String>,
+    /// A watch that starts with the current objects (`sendInitialEvents`,
+    /// a streaming list): its events up to the bookmark that ends them are
+    /// the list, not changes.
+    pub(crate) initial_events: bool,
 }
 
 impl RequestInfo {
@@ -118,10 +122,9 @@ pub(crate) fn parse(method: &Method, path: &str, query: Option<&str>) -> Option<
         [resource, name, sub] => (*resource, Some((*name).to_owned()), *sub),
         _ => return None,
     };
-    let watching = query.is_some_and(|q| {
-        q.split('&')
-            .any(|pair| pair == "watch=true" || pair == "watch=1")
-    });
+    let has = |pairs: [&str; 2]| query.is_some_and(|q| q.split('&').any(|p| pairs.contains(&p)));
+    let watching = has(["watch=true", "watch=1"]);
+    let initial_events = watching && has(["sendInitialEvents=true", "sendInitialEvents=1"]);
     let verb = match (method.as_str(), name.is_some()) {
         ("GET", _) if watching => Verb::Watch,
         ("GET", true) => Verb::Get,
@@ -140,6 +143,7 @@ pub(crate) fn parse(method: &Method, path: &str, query: Option<&str>) -> Option<
         subresource: subresource.to_owned(),
         namespace,
         name,
+        initial_events,
     })
 }
 
@@ -147,6 +151,19 @@ pub(crate) fn parse(method: &Method, path: &str, query: Option<&str>) -> Option<
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_streaming_list_is_a_watch_with_initial_events() {
+        let get = Method::GET;
+        let path = "/api/v1/namespaces/a/pods";
+        let streaming = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+        let info = parse(&get, path, Some(streaming)).unwrap();
+        assert_eq!((info.verb, info.initial_events), (Verb::Watch, true));
+        let info = parse(&get, path, Some("watch=true&resourceVersion=5")).unwrap();
+        assert_eq!((info.verb, info.initial_events), (Verb::Watch, false));
+        let info = parse(&get, path, Some("sendInitialEvents=true")).unwrap();
+        assert_eq!((info.verb, info.initial_events), (Verb::List, false));
+    }
 
     #[test]
     fn parses_core_group_and_custom_resources() {

@@ -4,6 +4,11 @@
 //! Per object, events always keep their order; bookmarks and errors wait
 //! for every event held before them, so the resourceVersion a watcher
 //! resumes from never skips an event it has not seen.
+//!
+//! A streaming list's initial events (a watch with `sendInitialEvents`, up
+//! to the bookmark annotated `k8s.io/initial-events-end`) are the list, as
+//! a `LIST` answer would be: they pass untouched and count for no rule, so
+//! a schedule means the same whether the watcher lists or streams.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -45,7 +50,13 @@ struct MetaHead {
     name: String,
     #[serde(default)]
     namespace: String,
+    #[serde(default)]
+    annotations: HashMap<String, String>,
 }
+
+/// The annotation of the bookmark that ends a streaming list's initial
+/// events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 /// One event waiting for its release.
 struct Held {
@@ -61,6 +72,8 @@ struct Queue {
     /// When the last held event of each object is released.
     last: HashMap<String, (Instant, u64)>,
     seq: u64,
+    /// Still in a streaming list's initial events.
+    listing: bool,
 }
 
 impl Queue {
@@ -138,7 +151,10 @@ async fn pump(
     cut_after_first: bool,
 ) {
     let mut buffer: Vec<u8> = Vec::new();
-    let mut queue = Queue::default();
+    let mut queue = Queue {
+        listing: scope.as_ref().is_some_and(|s| s.initial_events),
+        ..Queue::default()
+    };
     let far = Instant::now() + Duration::from_secs(86_400);
     loop {
         let next = queue.held.keys().next().map_or(far, |(at, _)| *at);
@@ -214,6 +230,22 @@ fn admit(
     };
     let now = Instant::now();
     let head: Option<EventHead> = serde_json::from_slice(&line).ok();
+    if queue.listing {
+        let ends = head.as_ref().is_some_and(|h| {
+            h.kind == "BOOKMARK"
+                && h.object
+                    .metadata
+                    .annotations
+                    .get(INITIAL_EVENTS_END)
+                    .map(String::as_str)
+                    == Some("true")
+        });
+        if ends {
+            queue.listing = false;
+        }
+        // Nothing is held while the list streams: in order, untouched.
+        return Some(line);
+    }
     let object = head
         .as_ref()
         .filter(|h| matches!(h.kind.as_str(), "ADDED" | "MODIFIED" | "DELETED"));
