@@ -124,19 +124,7 @@ async fn the_cache_leaves_out_managed_fields_and_last_applied_and_writes_keep_bo
     for (strategy, trim, managed_fields, last_applied) in cases {
         let ns = env.namespace().await?;
         let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-        let applied = r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"big":"yes"}}"#;
-        let created = maps
-            .create(
-                &PostParams {
-                    field_manager: Some("kubectl-client-side-apply".into()),
-                    ..PostParams::default()
-                },
-                &serde_json::from_value(json!({
-                    "metadata": {"name": "settings", "annotations": {LAST_APPLIED: applied, "team": "a"}},
-                    "data": {"big": "yes"},
-                }))?,
-            )
-            .await?;
+        let (created, applied) = applied_config_map(&maps).await?;
         let mut manager = manager(ns.client(), strategy, trim).await;
         let handed = Arc::new(Mutex::new(None));
         manager.add_controller("configmaps", maps.clone(), Labeller(handed.clone()), |c| c);

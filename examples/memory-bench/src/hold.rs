@@ -370,45 +370,11 @@ pub(crate) fn table(report: &HoldReport) -> String {
         "\n`{} --serve` (concord) and the controller-runtime operator's default cache, each holding the objects and reconciling each once\n",
         report.example.as_str()
     );
-    let _ = writeln!(
-        out,
-        "| figure | concord median (min–max) | controller-runtime median (min–max) |"
-    );
-    let _ = writeln!(out, "| --- | ---: | ---: |");
-    for figure in ["held VmHWM MiB", "held VmRSS MiB"] {
-        let cell = |operator: &str| {
-            report
-                .spreads
-                .iter()
-                .find(|s| s.operator == operator && s.figure == figure)
-                .map_or("-".to_owned(), |s| {
-                    format!("{:.1} ({:.1}–{:.1})", s.median, s.min, s.max)
-                })
-        };
-        let _ = writeln!(
-            out,
-            "| {figure} | {} | {} |",
-            cell(OPERATORS[0]),
-            cell(OPERATORS[1])
-        );
-    }
-    if let Some(r) = &report.ratio {
-        let hi = if r.interval.hi.is_finite() {
-            format!("{:.2}", r.interval.hi)
-        } else {
-            "∞".to_owned()
-        };
-        let _ = writeln!(
-            out,
-            "\n| concord / controller-runtime | ratio | 95% interval | vs 1 | vs 0.5 |"
-        );
-        let _ = writeln!(out, "| --- | ---: | ---: | --- | --- |");
-        let _ = writeln!(
-            out,
-            "| {} | {:.2} | {:.2}–{hi} | {} | {} |",
-            r.figure, r.interval.ratio, r.interval.lo, r.against_peer, r.against_half
-        );
-    }
+    out.push_str(&crate::report::tables(
+        &report.spreads,
+        &["held VmHWM MiB", "held VmRSS MiB"],
+        report.ratio.as_slice(),
+    ));
     out
 }
 

@@ -209,6 +209,54 @@ pub(crate) fn run_line(r: &RunFigures) -> String {
     )
 }
 
+/// The spreads of `figures` per operator, then `ratios`, as Markdown
+/// tables.
+pub(crate) fn tables(spreads: &[Spread], figures: &[&str], ratios: &[Ratio]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| figure | concord median (min–max) | controller-runtime median (min–max) |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: |");
+    for figure in figures {
+        let cell = |operator: &str| {
+            spreads
+                .iter()
+                .find(|s| s.operator == operator && s.figure == *figure)
+                .map_or("-".to_owned(), |s| {
+                    format!("{:.1} ({:.1}–{:.1})", s.median, s.min, s.max)
+                })
+        };
+        let _ = writeln!(
+            out,
+            "| {figure} | {} | {} |",
+            cell(OPERATORS[0]),
+            cell(OPERATORS[1])
+        );
+    }
+    if ratios.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n| concord / controller-runtime | ratio | 95% interval | vs 1 | vs 0.5 |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | --- | --- |");
+    for r in ratios {
+        let hi = if r.interval.hi.is_finite() {
+            format!("{:.2}", r.interval.hi)
+        } else {
+            "∞".to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {:.2}–{hi} | {} | {} |",
+            r.figure, r.interval.ratio, r.interval.lo, r.against_peer, r.against_half
+        );
+    }
+    out
+}
+
 /// The report as text tables.
 pub fn table(report: &Report) -> String {
     let mut out = String::new();
@@ -229,41 +277,8 @@ pub fn table(report: &Report) -> String {
             report.concurrency,
             report.settle_secs
         );
-        let _ = writeln!(
-            out,
-            "| figure | concord median (min–max) | controller-runtime median (min–max) |"
-        );
-        let _ = writeln!(out, "| --- | ---: | ---: |");
-        for (figure, _) in FIGURES {
-            let cell = |operator: &str| {
-                report.spread(operator, figure).map_or("-".to_owned(), |s| {
-                    format!("{:.1} ({:.1}–{:.1})", s.median, s.min, s.max)
-                })
-            };
-            let _ = writeln!(
-                out,
-                "| {figure} | {} | {} |",
-                cell(OPERATORS[0]),
-                cell(OPERATORS[1])
-            );
-        }
-        let _ = writeln!(
-            out,
-            "\n| concord / controller-runtime | ratio | 95% interval | vs 1 | vs 0.5 |"
-        );
-        let _ = writeln!(out, "| --- | ---: | ---: | --- | --- |");
-        for r in &report.ratios {
-            let hi = if r.interval.hi.is_finite() {
-                format!("{:.2}", r.interval.hi)
-            } else {
-                "∞".to_owned()
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {:.2} | {:.2}–{hi} | {} | {} |",
-                r.figure, r.interval.ratio, r.interval.lo, r.against_peer, r.against_half
-            );
-        }
+        let figures: Vec<&str> = FIGURES.iter().map(|(figure, _)| *figure).collect();
+        out.push_str(&tables(&report.spreads, &figures, &report.ratios));
         let failed: u64 = report.runs.iter().map(|r| r.failed).sum();
         let _ = writeln!(out, "\nfailed writes over all rounds: {failed}");
     }
