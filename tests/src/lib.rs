@@ -58,7 +58,9 @@ pub fn target_dir() -> PathBuf {
 /// `example`). `--workspace` with `--examples` resolves the dependencies'
 /// features as `cargo test --workspace` does, so inside that command
 /// nothing is rebuilt; `cargo build -p <package>` would resolve them for
-/// that package alone and rebuild half the dependency tree.
+/// that package alone and rebuild half the dependency tree. The build runs
+/// without the variables cargo sets for a test process (see
+/// [`without_test_env`]).
 ///
 /// # Errors
 ///
@@ -68,7 +70,9 @@ pub fn workspace_program(name: &str, example: bool) -> anyhow::Result<PathBuf> {
     BUILT
         .get_or_init(|| {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = std::process::Command::new(cargo)
+            let mut build = std::process::Command::new(cargo);
+            without_test_env(&mut build);
+            let status = build
                 .args(["build", "--quiet", "--workspace", "--bins", "--examples"])
                 .arg("--manifest-path")
                 .arg(workspace().join("Cargo.toml"))
@@ -88,6 +92,38 @@ pub fn workspace_program(name: &str, example: bool) -> anyhow::Result<PathBuf> {
     } else {
         debug.join(name)
     })
+}
+
+/// Removes from `command` the variables cargo sets for the test process
+/// itself (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR`, …), keeping the
+/// user's own cargo configuration (`CARGO_HOME`, `CARGO_BUILD_*`, …).
+///
+/// A build script that watches one of them (`ring`'s watches
+/// `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR`) would otherwise see them
+/// change between the user's `cargo test` and the test's own `cargo
+/// build`: each would rebuild that crate and everything above it for the
+/// other, once inside the suite and once more at the start of the next run.
+pub fn without_test_env(command: &mut std::process::Command) {
+    const SET_FOR_TESTS: [&str; 8] = [
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if SET_FOR_TESTS.contains(&name)
+            || name == "OUT_DIR"
+            || name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_BIN_EXE_")
+        {
+            command.env_remove(name);
+        }
+    }
 }
 
 /// A GET over plain HTTP/1.1 to `address`: the status code and the body
@@ -132,4 +168,39 @@ pub fn config_map_write_requests(metrics: &str, strategy: &str, verb: &str) -> u
         .find_map(|l| l.strip_prefix(&needle))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_test_env;
+
+    /// Under `cargo test` the variables are set; the build sees none of them
+    /// and keeps the user's own configuration.
+    #[test]
+    fn a_build_from_a_test_does_not_see_the_test_process_variables() {
+        assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+        let mut command = std::process::Command::new("cargo");
+        command.env("CARGO_HOME", "/somewhere");
+        without_test_env(&mut command);
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_VERSION_MINOR",
+        ] {
+            assert!(
+                removed.iter().any(|r| r == name),
+                "{name} not removed: {removed:?}"
+            );
+        }
+        assert!(
+            command
+                .get_envs()
+                .any(|(name, value)| name == "CARGO_HOME" && value.is_some())
+        );
+    }
 }
