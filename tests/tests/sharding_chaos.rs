@@ -321,16 +321,22 @@ async fn run(env: &TestEnv, strategy: StrategyName, seed: u64) -> Result<Option<
 #[tokio::test]
 async fn sharded_kueue_keeps_its_invariants_through_kills_and_a_partition() -> Result<()> {
     let env = TestEnv::shared()?;
-    let mut broken = Vec::new();
-    let mut runs = 0;
-    for strategy in SAFE {
+    // The strategies run side by side, each in its own namespace and ring;
+    // a strategy's seeds run one after another.
+    let per_strategy = SAFE.map(|strategy| async move {
+        let mut broken = Vec::new();
         for seed in seeds() {
-            runs += 1;
             if let Some(problem) = run(env, strategy, seed).await? {
                 broken.push(problem);
             }
         }
+        anyhow::Ok(broken)
+    });
+    let mut broken = Vec::new();
+    for outcome in futures::future::join_all(per_strategy).await {
+        broken.extend(outcome?);
     }
+    let runs = SAFE.len() * seeds().len();
     println!("sharded chaos: {runs} seeded runs, {} broken", broken.len());
     ensure!(
         broken.is_empty(),
