@@ -59,7 +59,7 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
             "--scenario",
             "kueue",
             "--pods",
-            "300",
+            "160",
             "--rounds",
             "2",
             "--race",
@@ -76,16 +76,16 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
     .await?;
     let report = &outcome.report;
 
-    // 2 rounds of 150 pods, 113 of each raced.
+    // 2 rounds of 80 pods, 60 of each raced.
     let lax = result(report, "lax")?;
-    assert_eq!(lax.raced_writes, 226, "{lax:?}");
+    assert_eq!(lax.raced_writes, 120, "{lax:?}");
     assert_eq!(
         lax.lost_writes, lax.raced_writes,
         "lax must drop the foreign finalizer of every raced pod: {lax:?}"
     );
     for safe in ["strict", "update", "apply", "controller-runtime"] {
         let r = result(report, safe)?;
-        assert_eq!(r.raced_writes, 226, "{safe}: {r:?}");
+        assert_eq!(r.raced_writes, 120, "{safe}: {r:?}");
         assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{safe}: {r:?}");
         assert!(r.writes_per_s > 0.0, "{safe}: {r:?}");
     }
@@ -169,7 +169,7 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
             ensure!(r.get(key).is_some(), "results.json lacks {key}: {r}");
         }
     }
-    assert_eq!(json["pods"], 300);
+    assert_eq!(json["pods"], 160);
     assert!(std::fs::read_to_string(out.join("results.svg"))?.starts_with("<svg"));
     // results.md is the table the program printed, for a book page to include.
     let table = std::fs::read_to_string(out.join("results.md"))?;
@@ -194,7 +194,7 @@ async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result
             "--scenario",
             "argo",
             "--pods",
-            "200",
+            "100",
             "--rounds",
             "1",
             "--race-intensity",
@@ -208,7 +208,7 @@ async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result
     std::fs::remove_dir_all(&out)?;
     let report = &outcome.report;
     let json_index = result(report, "json-index")?;
-    assert_eq!(json_index.raced_writes, 400, "{json_index:?}");
+    assert_eq!(json_index.raced_writes, 200, "{json_index:?}");
     ensure!(
         json_index.failed_writes > 0,
         "json-index was expected to give up writes on 422s: {json_index:?}"
@@ -237,7 +237,7 @@ async fn until_decided_stops_when_every_ratio_is_decided_or_the_budget_ends() ->
             "--scenario",
             "kueue",
             "--pods",
-            "240",
+            "120",
             "--race-intensity",
             "1",
             "--strategies",
@@ -253,7 +253,7 @@ async fn until_decided_stops_when_every_ratio_is_decided_or_the_budget_ends() ->
     std::fs::remove_dir_all(&out)?;
     let report = &outcome.report;
     assert_eq!(report.stopping, "until-decided");
-    assert_eq!((report.max_rounds, report.pods_per_round), (4, 60));
+    assert_eq!((report.max_rounds, report.pods_per_round), (4, 30));
     ensure!(
         (3..=4).contains(&report.rounds),
         "the first look is after round 3, the last after round 4: {report:?}"
