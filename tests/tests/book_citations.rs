@@ -219,7 +219,17 @@ fn workspace_targets(root: &Path) -> Targets {
             targets.bins.insert(stem);
         }
         for (stem, path) in rs_stems(&dir.join("tests")) {
-            let source = std::fs::read_to_string(&path).unwrap();
+            // A target of several files (`tests/<name>/main.rs` and its
+            // modules): every file of its folder.
+            let mut sources = vec![path.clone()];
+            if path.ends_with("main.rs") {
+                files(path.parent().unwrap(), &[".rs"], &mut sources);
+            }
+            let source = sources
+                .iter()
+                .map(|p| std::fs::read_to_string(p).unwrap())
+                .collect::<Vec<_>>()
+                .join("\n");
             targets.tests.insert(stem.clone());
             targets.test_sources.push((stem, source));
         }
@@ -353,6 +363,22 @@ fn command_problems(command: &str, targets: &Targets) -> Vec<String> {
                         .collect::<Vec<_>>()
                 })
                 .any(|name| name.contains(filter));
+            // `module::` or `module::test`: each part names a module or test.
+            let found = found
+                || (filter.contains("::")
+                    && filter
+                        .split("::")
+                        .filter(|part| !part.is_empty())
+                        .all(|part| {
+                            targets
+                                .test_sources
+                                .iter()
+                                .filter(|(stem, _)| stem == target)
+                                .any(|(_, source)| {
+                                    source.contains(&format!("mod {part}"))
+                                        || source.contains(&format!("fn {part}"))
+                                })
+                        }));
             if !found {
                 problems.push(format!("no test of --test {target} matches `{filter}`"));
             }
@@ -404,11 +430,19 @@ fn a_command_naming_a_missing_target_or_an_empty_filter_is_told() {
         bins: BTreeSet::new(),
         test_sources: vec![(
             "strategies_stress".to_owned(),
-            "//! The stress tests print labels.\nasync fn stress_eight_writers() {}".to_owned(),
+            "//! The stress tests print labels.\nmod stress {\nasync fn stress_eight_writers() {}\n}"
+                .to_owned(),
         )],
     };
     let ok = "cargo test -p concord-tests --test strategies_stress stress_eight -- --nocapture";
     assert!(command_problems(ok, &targets).is_empty());
+    let module = "cargo test -p concord-tests --test strategies_stress stress::stress_eight";
+    assert!(command_problems(module, &targets).is_empty());
+    let wrong_module = "cargo test -p concord-tests --test strategies_stress apply::";
+    assert_eq!(
+        command_problems(wrong_module, &targets),
+        ["no test of --test strategies_stress matches `apply::`"]
+    );
     let moved = "cargo test -p concord-tests --test strategies stress -- --nocapture";
     let filtered = "cargo test -p concord-tests --test strategies_stress labels";
     assert_eq!(

@@ -169,7 +169,7 @@ async fn shrunk(
     Ok((case, why))
 }
 
-/// `case` as a regression test to paste into `tests/oracle_regressions.rs`.
+/// `case` as a regression test to paste into `tests/oracle/regressions.rs`.
 pub(crate) fn as_test(case: &Case, why: &str) -> String {
     let json = serde_json::to_string(case).unwrap_or_default();
     format!(

@@ -1,0 +1,16 @@
+//! The controller API on the real control plane: selectors, predicates, error
+//! policy, writes through `Context`, dynamic types and the fair queue.
+//!
+//! ```text
+//! cargo test -p concord-tests --test controller            # every test below
+//! cargo test -p concord-tests --test controller api::   # one module's
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../exact_support/mod.rs"]
+mod exact_support;
+
+mod api;
+mod context;
+mod dynamic;
+mod queue;

@@ -1,0 +1,13 @@
+//! The write oracle and its regressions, on the real control plane.
+//!
+//! ```text
+//! cargo test -p concord-tests --test oracle            # every test below
+//! cargo test -p concord-tests --test oracle search::   # one module's
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../oracle_support/mod.rs"]
+mod oracle_support;
+
+mod regressions;
+mod search;

@@ -1,0 +1,78 @@
+//! The write oracle, against a real kube-apiserver and etcd: seeded cases
+//! of every safe strategy writing from every copy the framework hands out
+//! (raw, trimmed, complete typed, a type lagging the schema, a type that
+//! sorts a list, a `view!`, metadata-only) with values from a hostile
+//! alphabet, while another writer changes the object between the
+//! strategy's read and its request. Each stored object is checked against
+//! a model of the mutation's effect.
+//!
+//! ```text
+//! cargo test -p concord-tests --test oracle search:: -- --nocapture
+//! # the soak: any number of cases, any seed
+//! CONCORD_ORACLE_CASES=20000 CONCORD_ORACLE_SEED=7 cargo test -p concord-tests --test oracle search:: -- --nocapture
+//! ```
+
+use crate::oracle_support;
+
+use oracle_support::model::{SAFE, case};
+use oracle_support::{Oracle, as_test, run_all};
+
+fn env_u64(name: &str, default: u64) -> anyhow::Result<u64> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{name}={v:?} is not a whole number: {e}")),
+        Err(_) => Ok(default),
+    }
+}
+
+/// Every safe strategy stores exactly the other writer's change plus the
+/// mutation's effect, or fails and stores nothing; `lax` is run beside
+/// them and loses writes, so the oracle is shown able to fail.
+#[tokio::test]
+async fn no_safe_strategy_loses_or_invents_a_field_from_any_copy() -> anyhow::Result<()> {
+    let cases = env_u64("CONCORD_ORACLE_CASES", 600)?;
+    let seed = env_u64("CONCORD_ORACLE_SEED", 29)?;
+    println!("oracle: seed {seed}, {cases} cases (CONCORD_ORACLE_SEED, CONCORD_ORACLE_CASES)");
+    let oracle = Oracle::new().await?;
+    let mut strategies: Vec<&str> = SAFE.to_vec();
+    strategies.push("lax");
+    let all = (0..cases).map(|i| case(seed, i, &strategies)).collect();
+    let report = run_all(&oracle, all, 8, 12).await?;
+    println!("{}", report.table());
+    let mut unsafe_found = 0;
+    for (case, why) in &report.violations {
+        if case.strategy == "lax" {
+            continue;
+        }
+        unsafe_found += 1;
+        println!(
+            "violation: {} from {:?}, {:?}, race {:?}: {}",
+            case.strategy,
+            case.copy,
+            case.mutation,
+            case.race,
+            why.lines().next().unwrap_or_default()
+        );
+        println!("{why}\n{}", as_test(case, why));
+    }
+    let lax = report
+        .violations
+        .iter()
+        .filter(|(c, _)| c.strategy == "lax");
+    if let Some((case, why)) = lax.clone().next() {
+        println!("lax, as expected, lost writes; e.g. {why}\n  {case:?}");
+    }
+    assert!(
+        report.violations_of("lax") > 0,
+        "lax lost nothing: the oracle cannot tell a lost write\n{}",
+        report.table()
+    );
+    assert_eq!(
+        unsafe_found,
+        0,
+        "the safe strategies lost or invented fields (seed {seed})\n{}",
+        report.table()
+    );
+    Ok(())
+}

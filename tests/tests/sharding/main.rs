@@ -1,0 +1,13 @@
+//! Sharding on the real control plane: membership and rings.
+//!
+//! ```text
+//! cargo test -p concord-tests --test sharding            # every test below
+//! cargo test -p concord-tests --test sharding membership::   # one module's
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../sharding_support/mod.rs"]
+mod sharding_support;
+
+mod membership;
+mod rings;
