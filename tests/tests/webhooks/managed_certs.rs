@@ -6,11 +6,11 @@
 //! starting together share one CA Secret.
 //!
 //! ```text
-//! cargo test -p concord-tests --test webhooks_managed_certs
+//! cargo test -p concord-tests --test webhooks admission::managed_certs::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -34,7 +34,7 @@ use webhooks_support::gizmo::{self, Gizmo};
 use webhooks_support::{admin, eventually, https, unregister};
 
 /// The old version of the converted resource.
-pub mod v1alpha1 {
+pub(crate) mod v1alpha1 {
     use kube::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
@@ -47,14 +47,14 @@ pub mod v1alpha1 {
         kind = "Sprocket",
         namespaced
     )]
-    pub struct SprocketSpec {
+    pub(crate) struct SprocketSpec {
         /// Teeth, as a string.
         pub teeth: String,
     }
 }
 
 /// The hub.
-pub mod v1 {
+pub(crate) mod v1 {
     use kube::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ pub mod v1 {
         kind = "Sprocket",
         namespaced
     )]
-    pub struct SprocketSpec {
+    pub(crate) struct SprocketSpec {
         /// Teeth, as a number.
         pub teeth: i64,
     }

@@ -4,12 +4,12 @@
 //! server.
 //!
 //! ```text
-//! cargo test -p concord-tests --test observability
-//! CONCORD_BLESS_SERIES=1 cargo test -p concord-tests --test observability   # re-pin
+//! cargo test -p concord-tests --test observability metrics::
+//! CONCORD_BLESS_SERIES=1 cargo test -p concord-tests --test observability metrics::   # re-pin
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -254,7 +254,7 @@ async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
     if std::env::var_os("CONCORD_BLESS_SERIES").is_some() {
         let mut text = String::from(
             "# The series a manager exposes on /metrics, by name and label names\n\
-             # (tests/tests/observability.rs; CONCORD_BLESS_SERIES=1 re-pins).\n",
+             # (tests/tests/observability/metrics.rs; CONCORD_BLESS_SERIES=1 re-pins).\n",
         );
         for line in &found {
             text.push_str(line);

@@ -3,11 +3,11 @@
 //! policies, and a denial seen through every write strategy.
 //!
 //! ```text
-//! cargo test -p concord-tests --test webhooks
+//! cargo test -p concord-tests --test webhooks admission::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::time::Duration;
 

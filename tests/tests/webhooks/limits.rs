@@ -5,11 +5,11 @@
 //! manager's server applies, and limits out of range are refused.
 //!
 //! ```text
-//! cargo test -p concord-tests --test webhooks_limits
+//! cargo test -p concord-tests --test webhooks admission::limits::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

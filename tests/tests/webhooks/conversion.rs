@@ -2,11 +2,11 @@
 //! kube-apiserver converting stored objects through the webhook.
 //!
 //! ```text
-//! cargo test -p concord-tests --test webhooks_conversion
+//! cargo test -p concord-tests --test webhooks admission::conversion::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use webhooks_support::{admin, certs, eventually};
 
 // ANCHOR: versions
 /// The old version: no colour field, so it keeps the hub's in an annotation.
-pub mod v1alpha1 {
+pub(crate) mod v1alpha1 {
     use kube::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
@@ -38,14 +38,14 @@ pub mod v1alpha1 {
         kind = "Doohickey",
         namespaced
     )]
-    pub struct DoohickeySpec {
+    pub(crate) struct DoohickeySpec {
         /// Size.
         pub size: i32,
     }
 }
 
 /// The hub.
-pub mod v1 {
+pub(crate) mod v1 {
     use kube::CustomResource;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
@@ -58,7 +58,7 @@ pub mod v1 {
         kind = "Doohickey",
         namespaced
     )]
-    pub struct DoohickeySpec {
+    pub(crate) struct DoohickeySpec {
         /// Size.
         pub size: i32,
         /// New in v1.
@@ -133,7 +133,7 @@ mod lossy {
         kind = "Doohickey",
         namespaced
     )]
-    pub struct DoohickeySpec {
+    pub(crate) struct DoohickeySpec {
         /// Size.
         pub size: i32,
     }

@@ -6,11 +6,11 @@
 //! generated Widgets.
 //!
 //! ```text
-//! cargo test -p concord-tests --test webhooks_example
+//! cargo test -p concord-tests --test webhooks admission::example::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -5,11 +5,11 @@
 //! concord generates for this.
 //!
 //! ```text
-//! cargo test -p concord-tests --test observability_secure
+//! cargo test -p concord-tests --test observability metrics::secure::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! needed: the clients speak HTTPS to the server directly.
 //!
 //! ```text
-//! cargo test -p concord-tests --test webhooks_reload
+//! cargo test -p concord-tests --test webhooks admission::reload::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

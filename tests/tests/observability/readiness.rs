@@ -3,15 +3,15 @@
 //! store holds every object, then 200; `/healthz` names its watchdog.
 //!
 //! ```text
-//! cargo test -p concord-tests --test observability_readiness
-//! CONCORD_READINESS_OBJECTS=10000 cargo test -p concord-tests --test observability_readiness
+//! cargo test -p concord-tests --test observability metrics::readiness::
+//! CONCORD_READINESS_OBJECTS=10000 cargo test -p concord-tests --test observability metrics::readiness::
 //! ```
 //!
 //! The default is 2,000 objects so that the default suite stays quick;
 //! issue 31's figure is 10,000, which the variable above runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod webhooks_support;
+use crate::webhooks_support;
 
 use std::time::Duration;
 

@@ -1,0 +1,18 @@
+//! Webhooks on the real control plane: admission, conversion, the example's
+//! webhooks, limits, managed certificates and certificate rotation.
+//!
+//! ```text
+//! cargo test -p concord-tests --test webhooks            # every test below
+//! cargo test -p concord-tests --test webhooks admission::   # one module's
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../webhooks_support/mod.rs"]
+mod webhooks_support;
+
+mod admission;
+mod conversion;
+mod example;
+mod limits;
+mod managed_certs;
+mod reload;
