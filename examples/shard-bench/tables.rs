@@ -164,7 +164,7 @@ pub fn summary(f: &Figures) -> String {
         f.placement_verdict().as_str()
     ));
     out.push_str(&format!(
-        "| objects reconciled by two replicas at once: 0 | {} in {} reconciles | {} |\n",
+        "| objects reconciled by two replicas at once: 0 | {} in {} reconciles over the whole run (placement and handovers) | {} |\n",
         f.double,
         f.reconciles,
         if f.double == 0 { "met" } else { "missed" }
@@ -263,7 +263,7 @@ pub fn handover(f: &Figures) -> String {
         &f.joins,
     );
     out.push_str(&format!(
-        "\nReconciles recorded: {}; on one object by two replicas at once: {}.\n",
+        "\nReconciles during these events: {}; on one object by two replicas at once: {}.\n",
         f.handover_reconciles, f.handover_double
     ));
     out

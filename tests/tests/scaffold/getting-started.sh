@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The session of the book's "Getting started" chapter, as one script: run
+# The commands of the book's "Getting started" chapter, as one script: run
 # it with `bash getting-started.sh` from the directory that should hold
 # the new project, or type its lines one by one.
 # tests/tests/scaffold.rs runs this very file, from a directory outside
