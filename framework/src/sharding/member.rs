@@ -18,13 +18,13 @@ use tokio::sync::watch;
 use super::AbortOnDrop;
 use super::config::RingConfig;
 use super::gate::{Peer, ShardGate};
-use super::names::{
-    ACKED_ANNOTATION, CONFIG_ANNOTATION, MEMBER_LABEL, RING_LABEL, V1_MANAGER_LABEL, lease_name,
-    sanitize,
-};
+use super::names::{ACKED_ANNOTATION, CONFIG_ANNOTATION, MEMBER_LABEL, RING_LABEL, lease_name};
 use super::ring::View;
 use super::sightings::Sightings;
 use crate::{Error, LeaderElectionConfig};
+
+mod kinship;
+use kinship::Kinship;
 
 /// One replica's membership in the ring of a sharded manager.
 pub(crate) struct Membership {
@@ -383,64 +383,6 @@ impl Membership {
         Ok(moved)
     }
 
-    /// How `lease` relates to our ring; reports (once per Lease) one of
-    /// our ring's name whose configuration differs from ours.
-    fn kinship(&mut self, lease: &Lease) -> Kinship {
-        let labels = lease.metadata.labels.as_ref();
-        let annotations = lease.metadata.annotations.as_ref();
-        let name = lease.metadata.name.clone().unwrap_or_default();
-        let theirs = match labels.and_then(|l| l.get(RING_LABEL)) {
-            Some(ring) if *ring == self.ring.ring_id() => annotations
-                .and_then(|a| a.get(CONFIG_ANNOTATION))
-                .and_then(|c| RingConfig::parse(c)),
-            Some(_) => return Kinship::Unrelated,
-            // Version 1 named the ring after the manager alone.
-            None if labels.and_then(|l| l.get(V1_MANAGER_LABEL))
-                == Some(&sanitize(&self.ring.manager)) =>
-            {
-                None
-            }
-            None => return Kinship::Unrelated,
-        };
-        if theirs.as_ref() == Some(&self.ring) {
-            return Kinship::Member;
-        }
-        // A configuration we cannot read (another ring version) may watch
-        // anything: assume it overlaps.
-        let overlapping = theirs.as_ref().is_none_or(|t| self.ring.overlaps(t));
-        if self.reported.insert(name.clone()) {
-            let differences = match &theirs {
-                Some(theirs) => self.ring.differences(theirs),
-                None => "a ring version this replica cannot read".to_owned(),
-            };
-            if overlapping {
-                tracing::error!(
-                    lease = %self.lease(),
-                    other = %name,
-                    %differences,
-                    "refusing to share shard ring {} with a replica of another configuration that \
-                     watches the same objects: reconciling nothing while its Lease is live; give \
-                     each deployment its own --shard-ring or --leader-election-id, or finish the rollout",
-                    self.ring.ring,
-                );
-            } else {
-                tracing::warn!(
-                    lease = %self.lease(),
-                    other = %name,
-                    %differences,
-                    "refusing to share shard ring {} with a replica of another configuration; \
-                     it watches other objects, so each keeps its own ring",
-                    self.ring.ring,
-                );
-            }
-        }
-        if overlapping {
-            Kinship::Overlapping
-        } else {
-            Kinship::Disjoint
-        }
-    }
-
     /// Deletes the Lease of a member long expired, unless it was renewed.
     async fn collect(&self, name: &str, version: &str) {
         let params = DeleteParams {
@@ -501,19 +443,6 @@ impl Membership {
             ..Default::default()
         }
     }
-}
-
-/// How a Lease in the namespace relates to this replica's ring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kinship {
-    /// A member of our configuration (or our own Lease).
-    Member,
-    /// Our ring's name, another configuration, objects that may be ours.
-    Overlapping,
-    /// Our ring's name, another configuration, other objects.
-    Disjoint,
-    /// Another ring.
-    Unrelated,
 }
 
 /// Resolves at the watch's next change worth a read; never without a watch.

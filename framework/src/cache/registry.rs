@@ -1,0 +1,183 @@
+//! The registry of a manager's shared caches: one per Rust type, scope,
+//! selection and trim, found again by every controller that asks for the
+//! same, and looked up by resource for the sizes gauge and for re-reads
+//! after a conflict.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use kube::api::Api;
+use kube::core::ApiResource;
+
+use super::copies::Lookup;
+use super::projection::{Projection, WriterType};
+use super::{CacheTrim, Selection, SharedCache, Store, sizes};
+use crate::AnyObject;
+use crate::task::Task;
+
+/// The shared caches of one manager.
+#[derive(Default)]
+pub(crate) struct Caches {
+    entries: Mutex<Vec<Entry>>,
+}
+
+struct Entry {
+    type_id: TypeId,
+    type_name: &'static str,
+    /// The namespaces watched, comma-separated; empty for all.
+    namespaces: String,
+    resource: ApiResource,
+    url: String,
+    selection: Selection,
+    trim: CacheTrim,
+    cache: Arc<dyn Any + Send + Sync>,
+    copies: Arc<dyn Lookup>,
+}
+
+impl fmt::Debug for Caches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f.debug_list()
+            .entries(entries.iter().map(|e| (&e.url, &e.selection)))
+            .finish()
+    }
+}
+
+impl Caches {
+    /// The cache of `api`'s scope (and those of `more`: one watch each,
+    /// one store) watched as `selection` says and stored trimmed by
+    /// `trim`, and, when it is new, the task that drives its watch.
+    pub(crate) fn shared<K: AnyObject>(
+        &self,
+        api: &Api<K>,
+        more: Vec<Api<K>>,
+        selection: Selection,
+        trim: CacheTrim,
+        dyntype: &K::DynamicType,
+    ) -> (Arc<SharedCache<K>>, Option<Task>) {
+        let mut entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let apis: Vec<Api<K>> = std::iter::once(api.clone()).chain(more).collect();
+        let url = apis
+            .iter()
+            .map(Api::resource_url)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let found = entries.iter().find(|e| {
+            e.type_id == TypeId::of::<K>()
+                && e.url == url
+                && e.selection == selection
+                && e.trim == trim
+        });
+        if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
+            return (cache, None);
+        }
+        let cache = Arc::new(SharedCache::new(
+            api.clone(),
+            apis,
+            selection.clone(),
+            trim,
+            dyntype.clone(),
+        ));
+        entries.push(Entry {
+            type_id: TypeId::of::<K>(),
+            type_name: std::any::type_name::<K>(),
+            namespaces: cache
+                .apis
+                .iter()
+                .filter_map(|api| api.namespace())
+                .collect::<Vec<_>>()
+                .join(","),
+            resource: ApiResource::erase::<K>(dyntype),
+            url,
+            selection,
+            trim,
+            cache: cache.clone(),
+            copies: cache.clone(),
+        });
+        (cache.clone(), Some(cache.driver()))
+    }
+
+    /// Each cache's labels and size, for [`CacheSizes`].
+    pub(super) fn sizes(&self) -> Vec<sizes::Size> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        entries
+            .iter()
+            .map(|e| sizes::Size {
+                resource: if e.resource.group.is_empty() {
+                    e.resource.plural.clone()
+                } else {
+                    format!("{}.{}", e.resource.plural, e.resource.group)
+                },
+                namespaces: e.namespaces.clone(),
+                type_name: sizes::short_type_name(e.type_name),
+                selector: e.selection.describe(),
+                objects: e.copies.objects(),
+                json_bytes: e.copies.json_bytes(),
+            })
+            .collect()
+    }
+
+    /// The store of the first cache of `K` for `resource`, if a controller
+    /// of it was added.
+    pub(crate) fn first_store<K: AnyObject>(&self, resource: &ApiResource) -> Option<Store<K>> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        entries
+            .iter()
+            .filter(|e| e.type_id == TypeId::of::<K>() && same_resource(&e.resource, resource))
+            .find_map(|e| e.cache.clone().downcast::<SharedCache<K>>().ok())
+            .map(|cache| cache.store())
+    }
+
+    /// The caches of `resource` that may serve a re-read of `writer`, each
+    /// with what it hands over (the table in `projection.rs`): those of the
+    /// writer's own Rust type first, then a metadata-only writer's every
+    /// other cache (each holds the whole `metadata`) or another writer's
+    /// `DynamicObject` caches (each holds every field the server sent).
+    ///
+    /// A view (or any typed writer) never re-reads from a typed cache of
+    /// another type, such as a `k8s-openapi` `Pod` cache: that struct may
+    /// lack a field the view declares (a server newer than the Rust type),
+    /// and a copy without a field the mutation reads can lose data. It
+    /// starts from its own type's copy or a `GET`.
+    pub(super) fn lookups(
+        &self,
+        resource: &ApiResource,
+        writer: &WriterType,
+    ) -> Vec<(Arc<dyn Lookup>, Projection)> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut found: Vec<_> = entries
+            .iter()
+            .filter(|e| same_resource(&e.resource, resource))
+            .filter_map(|e| {
+                let projection = writer.projection(e.type_id)?;
+                Some((writer.is_own(e.type_id), e.copies.clone(), projection))
+            })
+            .collect();
+        // Stable: the order the caches were added in, within each group.
+        found.sort_by_key(|(own, _, _)| !own);
+        found
+            .into_iter()
+            .map(|(_, lookup, projection)| (lookup, projection))
+            .collect()
+    }
+}
+
+fn same_resource(a: &ApiResource, b: &ApiResource) -> bool {
+    (&a.group, &a.version, &a.plural) == (&b.group, &b.version, &b.plural)
+}
