@@ -145,6 +145,16 @@ pub async fn http_get(address: std::net::SocketAddr, path: &str) -> anyhow::Resu
     )
     .await
     .context("the endpoint did not answer within 10 s")??;
+    http_answer(raw)
+}
+
+/// The status code and the body of an HTTP/1.1 answer read to its end.
+///
+/// # Errors
+///
+/// The bytes are not UTF-8 or not an HTTP answer.
+pub fn http_answer(raw: Vec<u8>) -> anyhow::Result<(u16, String)> {
+    use anyhow::Context as _;
     let text = String::from_utf8(raw)?;
     let (head, body) = text
         .split_once("\r\n\r\n")

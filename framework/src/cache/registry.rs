@@ -12,7 +12,7 @@ use kube::core::ApiResource;
 
 use super::copies::Lookup;
 use super::projection::{Projection, WriterType};
-use super::{CacheTrim, Selection, SharedCache, Store, sizes};
+use super::{CacheTrim, Selection, SharedCache, Store, lock, sizes};
 use crate::AnyObject;
 use crate::task::Task;
 
@@ -37,10 +37,7 @@ struct Entry {
 
 impl fmt::Debug for Caches {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entries = lock(&self.entries);
         f.debug_list()
             .entries(entries.iter().map(|e| (&e.url, &e.selection)))
             .finish()
@@ -59,10 +56,7 @@ impl Caches {
         trim: CacheTrim,
         dyntype: &K::DynamicType,
     ) -> (Arc<SharedCache<K>>, Option<Task>) {
-        let mut entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut entries = lock(&self.entries);
         let apis: Vec<Api<K>> = std::iter::once(api.clone()).chain(more).collect();
         let url = apis
             .iter()
@@ -106,10 +100,7 @@ impl Caches {
 
     /// Each cache's labels and size, for [`CacheSizes`].
     pub(super) fn sizes(&self) -> Vec<sizes::Size> {
-        let entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entries = lock(&self.entries);
         entries
             .iter()
             .map(|e| sizes::Size {
@@ -130,10 +121,7 @@ impl Caches {
     /// The store of the first cache of `K` for `resource`, if a controller
     /// of it was added.
     pub(crate) fn first_store<K: AnyObject>(&self, resource: &ApiResource) -> Option<Store<K>> {
-        let entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entries = lock(&self.entries);
         entries
             .iter()
             .filter(|e| e.type_id == TypeId::of::<K>() && same_resource(&e.resource, resource))
@@ -157,10 +145,7 @@ impl Caches {
         resource: &ApiResource,
         writer: &WriterType,
     ) -> Vec<(Arc<dyn Lookup>, Projection)> {
-        let entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entries = lock(&self.entries);
         let mut found: Vec<_> = entries
             .iter()
             .filter(|e| same_resource(&e.resource, resource))

@@ -79,16 +79,7 @@ async fn scrape(
     let _ = tokio::time::timeout(Duration::from_secs(30), tls.read_to_end(&mut raw))
         .await
         .context("the metrics endpoint did not answer within 30 s")?;
-    let text = String::from_utf8(raw)?;
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .context("an HTTP answer has a blank line after its headers")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .context("an HTTP status line")?
-        .parse()?;
-    Ok((status, body.to_owned()))
+    concord_tests::http_answer(raw)
 }
 
 /// Trusts any certificate (the signatures are still checked).
