@@ -197,7 +197,7 @@ func run() error {
 	if !informers.WaitForCacheSync(ctx) {
 		return errors.New("the pod cache never synced")
 	}
-	if err := waitFor(ctx, informers, w.Namespace, len(w.Items)); err != nil {
+	if err := waitFor(ctx, informers, w.Namespace, distinctPods(w.Items)); err != nil {
 		return err
 	}
 
@@ -399,6 +399,16 @@ func awaitGo(r *bufio.Reader) error {
 			return fmt.Errorf("expected go on stdin, read %q", line)
 		}
 	}
+}
+
+// distinctPods is how many pods the items name: in the Argo scenario one
+// pod stands in two items, one per path that writes it.
+func distinctPods(items []item) int {
+	names := make(map[string]struct{}, len(items))
+	for _, it := range items {
+		names[it.Name] = struct{}{}
+	}
+	return len(names)
 }
 
 func waitFor(ctx context.Context, c cache.Cache, namespace string, n int) error {
