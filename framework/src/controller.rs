@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config, Controller, Error as ControllerError};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
@@ -14,7 +14,7 @@ use crate::cache::{Fairness, SharedCache, Slots};
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
-use crate::{AnyObject, Context, Predicate, Reconciler};
+use crate::{AnyObject, Context, Predicate, Reconciler, Store};
 
 /// Reconciles one controller runs at once unless its builder's
 /// `with_concurrency(n)` says otherwise (0 for no limit). kube-runtime's default is no limit, under which an
@@ -85,7 +85,7 @@ impl<K: AnyObject> Attempts<K> {
             && len >= Self::SWEEP_FROM
             && len >= 2 * failures.swept
         {
-            failures.counts.retain(|key, _| store.get(key).is_some());
+            failures.counts.retain(|key, _| store.contains(key));
             failures.swept = failures.counts.len();
         }
         attempts
@@ -194,16 +194,23 @@ where
     // scheduler reads its input eagerly and takes from it in no set order,
     // so the queue keeps the order by handing out an object only when a
     // slot is free, and learns of each freed slot from the results below.
-    let objects = cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
+    let (objects, lookups) =
+        cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     let slots = objects.slots();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let controller =
-            Controller::for_shared_stream_with(objects, cache.reader(), cache.dyntype().clone())
+            Controller::for_shared_stream_with(objects, lookups, cache.dyntype().clone())
                 .with_config(Config::default().concurrency(concurrency));
         let api = cache.api().clone();
-        shared.attempts.watch_store(controller.store());
+        shared.attempts.watch_store(cache.store());
         let controller = customize(controller);
-        let controller = shard::attach(shared.shard.as_ref(), &api, cache.dyntype(), controller);
+        let controller = shard::attach(
+            shared.shard.as_ref(),
+            &api,
+            cache.dyntype(),
+            cache.store(),
+            controller,
+        );
         let name = shared.name.clone();
         Box::pin(async move {
             let stop = async move {
@@ -226,7 +233,9 @@ where
 }
 
 /// Frees the queue slot of the object a controller result is about: a
-/// reconcile that ended either way, or one the store no longer held.
+/// reconcile that ended either way, or one the controller's store did not
+/// hold (deleted, or in a compact cache one the queue did not hand out:
+/// queued again then).
 fn free_slot<K, E, Q>(
     slots: &Slots<K>,
     result: &Result<(ObjectRef<K>, Action), ControllerError<E, Q>>,
@@ -235,10 +244,11 @@ fn free_slot<K, E, Q>(
 {
     match result {
         Ok((object, _)) => slots.done(object.namespace.as_deref(), &object.name),
-        Err(
-            ControllerError::ReconcilerFailed(_, object) | ControllerError::ObjectNotFound(object),
-        ) => {
+        Err(ControllerError::ReconcilerFailed(_, object)) => {
             slots.done(object.namespace.as_deref(), &object.name);
+        }
+        Err(ControllerError::ObjectNotFound(object)) => {
+            slots.missing(object.namespace.as_deref(), &object.name);
         }
         Err(_) => {}
     }
@@ -276,7 +286,11 @@ mod tests {
     fn attempts_forget_objects_their_store_no_longer_holds() {
         let (store, mut writer) = kube::runtime::reflector::store::<ConfigMap>();
         let attempts = Attempts::<ConfigMap>::default();
-        attempts.watch_store(store);
+        attempts.watch_store(crate::cache::Store::new(
+            crate::cache::Objects::Decoded(store),
+            tokio::sync::watch::channel(crate::cache::Synced::Yes).1,
+            "test".into(),
+        ));
         let mut kept = ConfigMap::default();
         kept.metadata.name = Some("kept".into());
         kept.metadata.namespace = Some("default".into());

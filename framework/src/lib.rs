@@ -11,6 +11,7 @@
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
+//! | [`CacheLayout`] | how the shared watch caches hold objects: typed (the default) or as compact JSON decoded on each read |
 //! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
 //! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |
@@ -57,7 +58,7 @@ pub use args::ManagerArgs;
 #[doc(inline)]
 pub use backoff::Backoff;
 #[doc(inline)]
-pub use cache::{CacheTrim, LAST_APPLIED, Store, StoreStopped};
+pub use cache::{CacheLayout, CacheTrim, LAST_APPLIED, Store, StoreStopped};
 #[doc(inline)]
 pub use client::{ClientCounters, throttle_aware_client};
 #[doc(inline)]

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::projection::{Projection, WriterType};
-use super::{Caches, SharedCache};
+use super::{Caches, Objects, SharedCache};
 use crate::AnyObject;
 
 /// A [`SharedCache`] with its type erased.
@@ -25,6 +25,9 @@ pub(super) trait Lookup: Send + Sync {
     fn objects(&self) -> usize;
     /// The size of the store's objects encoded as compact JSON.
     fn json_bytes(&self) -> u64;
+    /// How many copies a compact cache decoded, and in how many seconds
+    /// (none for a decoded cache).
+    fn decoding(&self) -> (u64, f64);
     /// A copy newer than `than`, waiting up to `wait` for the watch, as
     /// JSON: the whole object, or its `metadata` alone for
     /// [`Projection::Metadata`].
@@ -44,10 +47,20 @@ impl<K: AnyObject> Lookup for SharedCache<K> {
     }
 
     fn objects(&self) -> usize {
-        self.reader.len()
+        self.objects().len()
+    }
+
+    fn decoding(&self) -> (u64, f64) {
+        match self.objects() {
+            Objects::Decoded(_) => (0, 0.0),
+            Objects::Compact(objects) => objects.decoding(),
+        }
     }
 
     fn json_bytes(&self) -> u64 {
+        if let Objects::Compact(objects) = self.objects() {
+            return objects.json_bytes();
+        }
         /// Counts what is written, keeping none of it.
         struct Count(u64);
         impl std::io::Write for Count {
@@ -60,7 +73,7 @@ impl<K: AnyObject> Lookup for SharedCache<K> {
             }
         }
         let mut count = Count(0);
-        for object in self.reader.state() {
+        for object in self.objects().state() {
             // A cached object always encodes: it was decoded from JSON.
             let _ = serde_json::to_writer(&mut count, object.as_ref());
         }

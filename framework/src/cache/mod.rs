@@ -13,12 +13,14 @@
 //! the API server serves one, and in pages of 500 otherwise
 //! (`streaming.rs`).
 //!
-//! Objects are stored trimmed ([`CacheTrim`], `trim.rs`), and each
+//! Objects are stored trimmed ([`CacheTrim`], `trim.rs`), typed or as
+//! compact JSON ([`CacheLayout`], `compact.rs`), and each
 //! subscriber takes them from a queue that holds each object once and
 //! only what the subscriber's predicate passes, judged against the copy
 //! the store held before (`queue.rs`). The cache knows nothing of controllers: it hands out
 //! queues and the task that drives the watch.
 
+mod compact;
 mod copies;
 mod projection;
 mod queue;
@@ -29,19 +31,20 @@ mod store;
 mod streaming;
 mod trim;
 
+pub use compact::CacheLayout;
 pub(crate) use copies::CachedCopies;
 pub(crate) use queue::{Announced, Fairness, Slots};
 pub(crate) use registry::Caches;
 pub(crate) use selection::Selection;
 pub(crate) use sizes::CacheSizes;
-use store::Synced;
+pub(crate) use store::{Objects, Synced};
 pub use store::{Store, StoreStopped};
 pub use trim::{CacheTrim, LAST_APPLIED};
 
 use std::collections::HashSet;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use concord_strategies::is_newer;
@@ -53,7 +56,8 @@ use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch as signal};
 
-use self::queue::{Announcer, Lane, queue};
+use self::compact::{CompactObjects, CompactWriter, Hot, Key};
+use self::queue::{Announcer, Lane, Lazy, queue_with};
 use crate::task::Task;
 use crate::{AnyObject, Predicate};
 
@@ -74,9 +78,12 @@ pub(crate) struct SharedCache<K: AnyObject> {
     apis: Vec<Api<K>>,
     selection: Selection,
     trim: CacheTrim,
-    reader: reflector::Store<K>,
+    objects: Objects<K>,
     /// Taken by the task that drives the watch when the manager runs.
-    writer: Mutex<Option<reflector::store::Writer<K>>>,
+    writer: Mutex<Option<Writer<K>>>,
+    /// A compact cache's controllers' stores of the objects they are
+    /// reconciling, kept fresh by the watch.
+    hot: Mutex<Vec<Weak<Hot<K>>>>,
     /// One queue per subscriber.
     subscribers: Mutex<Vec<Announcer<K>>>,
     /// Woken after every watch event the store applied.
@@ -94,17 +101,32 @@ impl<K: AnyObject> SharedCache<K> {
         apis: Vec<Api<K>>,
         selection: Selection,
         trim: CacheTrim,
+        layout: CacheLayout,
         dyntype: K::DynamicType,
     ) -> Self {
-        let writer = reflector::store::Writer::<K>::new(dyntype.clone());
+        let (objects, writer) = match layout {
+            CacheLayout::Decoded => {
+                let writer = reflector::store::Writer::<K>::new(dyntype.clone());
+                (
+                    Objects::Decoded(writer.as_reader()),
+                    Writer::Decoded(writer),
+                )
+            }
+            CacheLayout::Compact => {
+                let objects = CompactObjects::new();
+                let writer = CompactWriter::new(objects.clone());
+                (Objects::Compact(objects), Writer::Compact(writer))
+            }
+        };
         SharedCache {
             dyntype,
             api,
             apis,
             selection,
             trim,
-            reader: writer.as_reader(),
+            objects,
             writer: Mutex::new(Some(writer)),
+            hot: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
             synced: Arc::default(),
@@ -121,7 +143,7 @@ impl<K: AnyObject> SharedCache<K> {
     /// The store as reconcilers read it.
     pub(crate) fn store(&self) -> Store<K> {
         Store::new(
-            self.reader.clone(),
+            self.objects.clone(),
             self.sync.subscribe(),
             self.check_name(),
         )
@@ -148,9 +170,9 @@ impl<K: AnyObject> SharedCache<K> {
         name
     }
 
-    /// The read side of the store.
-    pub(crate) fn reader(&self) -> reflector::Store<K> {
-        self.reader.clone()
+    /// The objects, as the cache holds them.
+    pub(crate) fn objects(&self) -> &Objects<K> {
+        &self.objects
     }
 
     /// The dynamic type of the cached objects (`()` for a static type).
@@ -173,25 +195,73 @@ impl<K: AnyObject> SharedCache<K> {
     /// object from the first list on).
     /// Only objects `predicate` passes are queued; `fairness` says how
     /// many are handed out at once and how the lanes share them.
+    ///
+    /// With the queue comes the store kube-runtime's controller looks
+    /// the handed-out objects up in: the cache's own (decoded layout), or
+    /// the subscriber's store of the objects it is reconciling (compact).
     pub(crate) fn subscribe(
         &self,
         predicate: Option<Predicate<K>>,
         fairness: Fairness,
-    ) -> Announced<K> {
-        let (announcer, announced) = queue(predicate, fairness);
+    ) -> (Announced<K>, reflector::Store<K>) {
+        let (lazy, lookups) = match &self.objects {
+            Objects::Decoded(store) => (None, store.clone()),
+            Objects::Compact(objects) => {
+                let hot = Hot::new(self.dyntype.clone());
+                lock(&self.hot).push(Arc::downgrade(&hot));
+                let lookups = hot.reader();
+                let (loaded, held) = (objects.clone(), objects.clone());
+                let evicted = hot.clone();
+                let lazy = Lazy {
+                    load: Box::new(move |namespace, name| {
+                        hot.insert(loaded.decoded(namespace, name)?)
+                    }),
+                    evict: Box::new(move |namespace, name| evicted.remove(namespace, name)),
+                    holds: Box::new(move |namespace, name| held.holds(namespace, name)),
+                };
+                (Some(lazy), lookups)
+            }
+        };
+        let (announcer, announced) = queue_with(predicate, fairness, lazy);
         lock(&self.subscribers).push(announcer);
-        announced
+        (announced, lookups)
+    }
+
+    /// Keeps the copies in the compact cache's controllers' stores as
+    /// fresh as the cache: `object` replaced or deleted its copy.
+    fn refresh_hot(&self, object: &K, deleted: bool) {
+        if matches!(self.objects, Objects::Decoded(_)) {
+            return;
+        }
+        if deleted {
+            return self.evict_hot(object.namespace().as_deref(), &object.name_any());
+        }
+        lock(&self.hot).retain(|hot| {
+            let Some(hot) = hot.upgrade() else {
+                return false;
+            };
+            hot.refresh(object);
+            true
+        });
+    }
+
+    /// Takes a deleted object out of the compact cache's controllers'
+    /// stores.
+    fn evict_hot(&self, namespace: Option<&str>, name: &str) {
+        lock(&self.hot).retain(|hot| {
+            let Some(hot) = hot.upgrade() else {
+                return false;
+            };
+            hot.remove(namespace, name);
+            true
+        });
     }
 
     /// The task driving the shared watch until shutdown.
     fn driver(self: Arc<Self>) -> Task {
         Box::new(move |mut shutdown: signal::Receiver<bool>| {
             Box::pin(async move {
-                let writer = self
-                    .writer
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take();
+                let writer = lock(&self.writer).take();
                 let Some(mut writer) = writer else {
                     return;
                 };
@@ -241,7 +311,7 @@ impl<K: AnyObject> SharedCache<K> {
     /// listed are deleted.
     fn apply(
         &self,
-        writer: &mut reflector::store::Writer<K>,
+        writer: &mut Writer<K>,
         relists: &mut Relists<K>,
         i: usize,
         event: watcher::Event<K>,
@@ -249,7 +319,7 @@ impl<K: AnyObject> SharedCache<K> {
         if self.apis.len() == 1 {
             let old = match &event {
                 watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
-                    self.reader.get(&self.key(object))
+                    self.old(object)
                 }
                 _ => None,
             };
@@ -257,6 +327,7 @@ impl<K: AnyObject> SharedCache<K> {
             let first_list = !self.synced.load(Ordering::Acquire);
             match event {
                 watcher::Event::Apply(object) => {
+                    self.refresh_hot(&object, false);
                     self.announce(old.as_deref(), object, Lane::Changed);
                 }
                 // The store buffers its own copy until the list is in: the
@@ -265,20 +336,23 @@ impl<K: AnyObject> SharedCache<K> {
                     lock(&self.subscribers).retain(|s| s.announce_first_listed(&object));
                 }
                 watcher::Event::InitApply(object) => {
+                    self.refresh_hot(&object, false);
                     self.announce(old.as_deref(), object, Lane::Listed);
                 }
+                watcher::Event::Delete(object) => self.refresh_hot(&object, true),
                 // The store holds the list now.
                 watcher::Event::InitDone => {
                     if first_list {
                         for subscriber in lock(&self.subscribers).iter() {
                             subscriber.fill(|namespace, name| {
-                                self.reader.get(&object_ref(namespace, name, &self.dyntype))
+                                self.objects
+                                    .get(&object_ref(namespace, name, &self.dyntype))
                             });
                         }
                     }
                     self.mark_synced();
                 }
-                _ => {}
+                watcher::Event::Init => {}
             }
             return;
         }
@@ -297,11 +371,13 @@ impl<K: AnyObject> SharedCache<K> {
                 if let Some(Some(listed)) = relists.listing.get_mut(i) {
                     listed.insert(key.clone());
                 }
-                let old = self.reader.get(&key);
+                let old = self.old(&object);
                 writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+                self.refresh_hot(&object, false);
                 self.announce(old.as_deref(), object, lane);
             }
             watcher::Event::Delete(object) => {
+                self.refresh_hot(&object, true);
                 writer.apply_watcher_event(&watcher::Event::Delete(object));
             }
             watcher::Event::InitDone => {
@@ -309,29 +385,60 @@ impl<K: AnyObject> SharedCache<K> {
                     return;
                 };
                 let namespace = self.apis.get(i).and_then(|api| api.namespace());
-                for stale in self.reader.state().iter().filter(|object| {
-                    object.namespace().as_deref() == namespace
-                        && !listed.contains(&self.key(object.as_ref()))
+                for stale in self.objects.keys().into_iter().filter(|(ns, name)| {
+                    ns.as_deref() == namespace
+                        && !listed.contains(&object_ref(ns.as_deref(), name, &self.dyntype))
                 }) {
-                    writer.apply_watcher_event(&watcher::Event::Delete(stale.as_ref().clone()));
+                    self.delete(writer, &stale);
                 }
                 if let Some(listed_once) = relists.listed_once.get_mut(i) {
                     *listed_once = true;
                 }
                 if !relists.ready && relists.listed_once.iter().all(|l| *l) {
-                    // Every namespace is listed: the store is complete. A
-                    // relist of what it holds marks it ready (controllers
-                    // start reconciling once it is) without changing it.
+                    // Every namespace is listed: the store is complete.
                     relists.ready = true;
-                    writer.apply_watcher_event(&watcher::Event::Init);
-                    for object in self.reader.state() {
-                        writer.apply_watcher_event(&watcher::Event::InitApply(
-                            object.as_ref().clone(),
-                        ));
+                    if let Writer::Decoded(writer) = writer {
+                        // A relist of what kube-runtime's store holds marks
+                        // it ready (its controllers start reconciling once
+                        // it is) without changing it. A compact cache's
+                        // controllers' stores are ready from the start.
+                        writer.apply_watcher_event(&watcher::Event::Init);
+                        for object in self.objects.state() {
+                            writer.apply_watcher_event(&watcher::Event::InitApply(
+                                object.as_ref().clone(),
+                            ));
+                        }
+                        writer.apply_watcher_event(&watcher::Event::InitDone);
                     }
-                    writer.apply_watcher_event(&watcher::Event::InitDone);
                     self.mark_synced();
                 }
+            }
+        }
+    }
+
+    /// The copy `object` replaces, for the subscribers' predicates: a
+    /// compact cache decodes it only when one has a predicate.
+    fn old(&self, object: &K) -> Option<Arc<K>> {
+        if matches!(self.objects, Objects::Compact(_))
+            && !lock(&self.subscribers).iter().any(Announcer::judges)
+        {
+            return None;
+        }
+        self.objects.get(&self.key(object))
+    }
+
+    /// Deletes `stale` from the store (a relist no longer listed it).
+    fn delete(&self, writer: &mut Writer<K>, stale: &Key) {
+        let key = object_ref(stale.0.as_deref(), &stale.1, &self.dyntype);
+        match writer {
+            Writer::Decoded(writer) => {
+                if let Some(object) = self.objects.get(&key) {
+                    writer.apply_watcher_event(&watcher::Event::Delete(object.as_ref().clone()));
+                }
+            }
+            Writer::Compact(writer) => {
+                writer.remove(stale);
+                self.evict_hot(stale.0.as_deref(), &stale.1);
             }
         }
     }
@@ -340,24 +447,24 @@ impl<K: AnyObject> SharedCache<K> {
     /// store's own copy, so that a queued announcement costs no second
     /// copy. During a (re)list the store may still hold the old state: the
     /// event's copy goes instead.
+    /// (A compact cache's queues keep no copy.)
     fn announce(&self, old: Option<&K>, object: K, lane: Lane) {
-        let object = self
-            .reader
-            .get(&self.key(&object))
-            .filter(|stored| {
+        let stored = match &self.objects {
+            Objects::Decoded(store) => store.get(&self.key(&object)).filter(|stored| {
                 stored.resource_version() == object.resource_version()
                     && stored.uid() == object.uid()
-            })
-            .unwrap_or_else(|| Arc::new(object));
+            }),
+            Objects::Compact(_) => None,
+        };
+        let object = stored.unwrap_or_else(|| Arc::new(object));
         // A stopped subscriber has dropped its queue.
         lock(&self.subscribers).retain(|s| s.announce(old, object.clone(), lane));
     }
 
     /// Whether the store holds `namespace`/`name`.
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
-        self.reader
-            .get(&object_ref(namespace, name, &self.dyntype))
-            .is_some()
+        self.objects
+            .contains(&object_ref(namespace, name, &self.dyntype))
     }
 
     /// A copy newer than `than`, waiting up to `wait` for the watch.
@@ -374,13 +481,28 @@ impl<K: AnyObject> SharedCache<K> {
             // Registered before the look, so no change slips between them.
             let mut notified = pin!(self.changed.notified());
             notified.as_mut().enable();
-            let cached = self.reader.get(&key)?;
+            let cached = self.objects.get(&key)?;
             match is_newer(cached.resource_version().as_deref().unwrap_or(""), than) {
                 Some(true) => return Some(cached),
                 Some(false) => {}
                 None => return None,
             }
             tokio::time::timeout_at(deadline, notified).await.ok()?;
+        }
+    }
+}
+
+/// The watch's end of a cache's store, in either layout.
+enum Writer<K: AnyObject> {
+    Decoded(reflector::store::Writer<K>),
+    Compact(CompactWriter<K>),
+}
+
+impl<K: AnyObject> Writer<K> {
+    fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
+        match self {
+            Writer::Decoded(writer) => writer.apply_watcher_event(event),
+            Writer::Compact(writer) => writer.apply_watcher_event(event),
         }
     }
 }

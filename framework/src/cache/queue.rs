@@ -32,6 +32,12 @@
 //!   second copy of every object through the list, doubling the process's
 //!   peak.
 //!
+//! - **A compact cache's queue holds keys.** Its objects are decoded when
+//!   the queue hands them out ([`Lazy`]), into the controller's store of
+//!   the objects it reconciles, and leave that store when the reconcile
+//!   ends (`compact.rs`). An object deleted before its turn is not handed
+//!   out (kube-runtime's controller would not reconcile it either).
+//!
 //! Its length is bounded by the number of distinct objects, not by the
 //! number of watch events. Nothing is lost: the controller is always handed
 //! the newest copy the watch delivered, and reconciles from the store,
@@ -108,8 +114,9 @@ struct State<K> {
     listed_len: usize,
     /// Taken and not yet done.
     running: HashSet<Key>,
-    /// Announced while running: queued when done, in the lane held here.
-    parked: HashMap<Key, (Arc<K>, Lane)>,
+    /// Announced while running: queued when done, in the lane held here
+    /// (without a copy in a lazy queue).
+    parked: HashMap<Key, (Option<Arc<K>>, Lane)>,
     next_ticket: u64,
     /// Changed objects taken in a row while listed ones waited.
     passes: u32,
@@ -169,8 +176,9 @@ impl<K> State<K> {
         }
     }
 
-    /// The head of `lane`, removed from the queue.
-    fn pop(&mut self, lane: Lane) -> Option<(Key, Arc<K>)> {
+    /// The head of `lane`, removed from the queue (without a copy in a
+    /// lazy queue).
+    fn pop(&mut self, lane: Lane) -> Option<(Key, Option<Arc<K>>)> {
         loop {
             let (key, ticket) = match lane {
                 Lane::Changed => self.changed.pop_front()?,
@@ -181,16 +189,14 @@ impl<K> State<K> {
                 if lane == Lane::Listed {
                     self.listed_len -= 1;
                 }
-                // Always filled: nothing is taken while `unfilled`.
-                if let Some(object) = waiting.object {
-                    return Some((key, object));
-                }
+                // Filled, or lazy: nothing is taken while `unfilled`.
+                return Some((key, waiting.object));
             }
         }
     }
 
     /// The next object by lane and aging.
-    fn take(&mut self) -> Option<(Key, Arc<K>)> {
+    fn take(&mut self) -> Option<(Key, Option<Arc<K>>)> {
         let listed_waits = !self.listed_is_empty();
         let aged = listed_waits
             && (self.passes >= self.fairness.max_passes
@@ -213,6 +219,20 @@ impl<K> State<K> {
 
 struct Shared<K> {
     state: Mutex<State<K>>,
+    lazy: Option<Lazy<K>>,
+}
+
+/// What a compact cache's queue is given to hand out objects it holds by
+/// key: each callback gets the object's namespace and name.
+pub(crate) struct Lazy<K> {
+    /// The copy to hand out, put in the controller's store; `None` for
+    /// an object the cache no longer holds.
+    pub(crate) load: Box<dyn Fn(Option<&str>, &str) -> Option<Arc<K>> + Send + Sync>,
+    /// Takes the object out of the controller's store: its reconcile
+    /// ended.
+    pub(crate) evict: Box<dyn Fn(Option<&str>, &str) + Send + Sync>,
+    /// Whether the cache holds the object.
+    pub(crate) holds: Box<dyn Fn(Option<&str>, &str) -> bool + Send + Sync>,
 }
 
 impl<K> Shared<K> {
@@ -237,11 +257,23 @@ pub(crate) struct Slots<K>(Arc<Shared<K>>);
 
 /// A new, empty queue taking what `predicate` passes (everything when
 /// `None`), sharing `fairness.slots` between its lanes.
+#[cfg(test)]
 pub(crate) fn queue<K>(
     predicate: Option<Predicate<K>>,
     fairness: Fairness,
 ) -> (Announcer<K>, Announced<K>) {
+    queue_with(predicate, fairness, None)
+}
+
+/// A new, empty queue; a lazy one (`lazy` set) keeps keys and hands out
+/// what `lazy.load` returns for them.
+pub(crate) fn queue_with<K>(
+    predicate: Option<Predicate<K>>,
+    fairness: Fairness,
+    lazy: Option<Lazy<K>>,
+) -> (Announcer<K>, Announced<K>) {
     let shared = Arc::new(Shared {
+        lazy,
         state: Mutex::new(State {
             fairness,
             changed: VecDeque::new(),
@@ -268,6 +300,12 @@ pub(crate) fn queue<K>(
 }
 
 impl<K: Resource + 'static> Announcer<K> {
+    /// Whether the subscriber has a predicate, which judges each object
+    /// against the copy it replaced.
+    pub(crate) fn judges(&self) -> bool {
+        self.predicate.is_some()
+    }
+
     /// Announces `object` (which replaced `old` in the cache) in `lane`,
     /// replacing a copy of it still waiting (and moving it to the changed
     /// lane if that is `lane`); an object the predicate refuses is not
@@ -283,6 +321,7 @@ impl<K: Resource + 'static> Announcer<K> {
             return false;
         }
         let key = (object.namespace(), object.name_any());
+        let object = self.shared.lazy.is_none().then_some(object);
         if let Some(parked) = state.parked.get_mut(&key) {
             parked.0 = object;
             parked.1 = parked.1.max(lane);
@@ -295,9 +334,9 @@ impl<K: Resource + 'static> Announcer<K> {
             return true;
         }
         match state.waiting.get_mut(&key) {
-            Some(waiting) if waiting.lane >= lane => waiting.object = Some(object),
-            Some(_) => state.push(key, Some(object), lane),
-            None if passes => state.push(key, Some(object), lane),
+            Some(waiting) if waiting.lane >= lane => waiting.object = object,
+            Some(_) => state.push(key, object, lane),
+            None if passes => state.push(key, object, lane),
             None => return true,
         }
         state.wake();
@@ -337,6 +376,13 @@ impl<K: Resource + 'static> Announcer<K> {
         if !state.unfilled {
             return;
         }
+        if self.shared.lazy.is_some() {
+            // Keys: an object the cache no longer holds is skipped when
+            // its turn comes.
+            state.unfilled = false;
+            state.wake();
+            return;
+        }
         let mut gone = 0;
         state.waiting.retain(|(namespace, name), waiting| {
             if waiting.object.is_none() {
@@ -373,13 +419,45 @@ impl<K> Slots<K> {
     /// and a copy announced meanwhile is queued. Nothing for an object it
     /// did not take from the queue (a requeue it scheduled itself).
     pub(crate) fn done(&self, namespace: Option<&str>, name: &str) {
+        if let Some(lazy) = &self.0.lazy {
+            (lazy.evict)(namespace, name);
+        }
         let key = (namespace.map(str::to_owned), name.to_owned());
         let mut state = self.0.lock();
         if !state.running.remove(&key) {
             return;
         }
         if let Some((object, lane)) = state.parked.remove(&key) {
-            state.push(key, Some(object), lane);
+            state.push(key, object, lane);
+        }
+        state.wake();
+    }
+
+    /// The controller found `namespace`/`name` missing from its store when
+    /// it came to reconcile it. In a lazy queue that is an object the
+    /// queue did not hand out (a requeue the controller scheduled, an
+    /// owned object's change): if the cache holds it, it is queued, to be
+    /// loaded and reconciled. Otherwise (deleted) its slot is freed.
+    pub(crate) fn missing(&self, namespace: Option<&str>, name: &str) {
+        let Some(lazy) = &self.0.lazy else {
+            return self.done(namespace, name);
+        };
+        if !(lazy.holds)(namespace, name) {
+            return self.done(namespace, name);
+        }
+        let key = (namespace.map(str::to_owned), name.to_owned());
+        let mut state = self.0.lock();
+        if state.closed {
+            return;
+        }
+        let lane = match state.parked.remove(&key) {
+            Some((_, lane)) => lane,
+            None => Lane::Changed,
+        };
+        state.running.remove(&key);
+        match state.waiting.get(&key) {
+            Some(waiting) if waiting.lane >= lane => {}
+            _ => state.push(key, None, lane),
         }
         state.wake();
     }
@@ -390,11 +468,21 @@ impl<K> Stream for Announced<K> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Arc<K>>> {
         let mut state = self.0.lock();
-        let full = state.fairness.slots > 0 && state.running.len() >= state.fairness.slots;
-        if !full
-            && !state.unfilled
-            && let Some((key, object)) = state.take()
-        {
+        loop {
+            let full = state.fairness.slots > 0 && state.running.len() >= state.fairness.slots;
+            if full || state.unfilled {
+                break;
+            }
+            let Some((key, object)) = state.take() else {
+                break;
+            };
+            let object = match (object, &self.0.lazy) {
+                (Some(object), _) => Some(object),
+                (None, Some(lazy)) => (lazy.load)(key.0.as_deref(), &key.1),
+                (None, None) => None,
+            };
+            // `None`: deleted before its turn.
+            let Some(object) = object else { continue };
             if state.fairness.slots > 0 {
                 state.running.insert(key);
             }

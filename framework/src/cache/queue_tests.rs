@@ -259,3 +259,107 @@ fn a_first_list_is_handed_out_as_the_stores_copies_once_it_is_in() {
         "and after it as before"
     );
 }
+
+/// A lazy queue over `cache` (name → version), recording what it loads
+/// and evicts.
+fn lazy_queue(
+    cache: &Arc<Mutex<HashMap<String, String>>>,
+    evicted: &Arc<Mutex<Vec<String>>>,
+    slots: usize,
+) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
+    let (loaded, held, evicted) = (cache.clone(), cache.clone(), evicted.clone());
+    let lazy = Lazy {
+        load: Box::new(move |_, name| {
+            let version = loaded.lock().unwrap().get(name).cloned()?;
+            Some(config_map(name, &version))
+        }),
+        evict: Box::new(move |_, name| evicted.lock().unwrap().push(name.to_owned())),
+        holds: Box::new(move |_, name| held.lock().unwrap().contains_key(name)),
+    };
+    queue_with(None, Fairness::with_slots(slots), Some(lazy))
+}
+
+#[test]
+fn a_lazy_queue_hands_out_the_cache_copy_at_its_turn_and_skips_the_deleted() {
+    let cache = Arc::new(Mutex::new(HashMap::new()));
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let (announcer, mut announced) = lazy_queue(&cache, &evicted, 0);
+    for (name, version) in [("a", "1"), ("b", "1"), ("c", "1")] {
+        cache
+            .lock()
+            .unwrap()
+            .insert(name.to_owned(), version.to_owned());
+        announcer.announce(None, config_map(name, version), Changed);
+    }
+    // Changed after it was announced, and one deleted before its turn.
+    cache.lock().unwrap().insert("a".into(), "7".into());
+    cache.lock().unwrap().remove("b");
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("a@7"),
+        "the cache's copy, not the event's"
+    );
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("c@1"),
+        "b was deleted: skipped"
+    );
+    assert_eq!(next(&mut announced), None);
+}
+
+#[test]
+fn a_lazy_queue_takes_back_what_its_controller_found_missing() {
+    let cache = Arc::new(Mutex::new(HashMap::from([(
+        "a".to_owned(),
+        "1".to_owned(),
+    )])));
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let (announcer, mut announced) = lazy_queue(&cache, &evicted, 1);
+    let slots = announced.slots();
+    announcer.announce(None, config_map("a", "1"), Changed);
+    assert_eq!(next(&mut announced).as_deref(), Some("a@1"));
+    slots.done(Some("default"), "a");
+    assert_eq!(
+        *evicted.lock().unwrap(),
+        ["a"],
+        "its reconcile ended: out of the controller's store"
+    );
+    // A requeue the controller scheduled itself finds `a` missing from
+    // its store: the queue takes it again, from the cache.
+    cache.lock().unwrap().insert("a".into(), "2".into());
+    slots.missing(Some("default"), "a");
+    assert_eq!(next(&mut announced).as_deref(), Some("a@2"));
+    // Missing while it was handed out (evicted by a stray result): its
+    // slot is freed and it is queued again, never stuck.
+    slots.missing(Some("default"), "a");
+    assert_eq!(next(&mut announced).as_deref(), Some("a@2"));
+    // Missing and deleted from the cache: nothing to reconcile, slot freed.
+    cache.lock().unwrap().remove("a");
+    slots.missing(Some("default"), "a");
+    assert_eq!(next(&mut announced), None);
+    cache.lock().unwrap().insert("b".into(), "1".into());
+    announcer.announce(None, config_map("b", "1"), Changed);
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("b@1"),
+        "the one slot is free"
+    );
+}
+
+#[test]
+fn a_lazy_queue_holds_no_copy() {
+    let cache = Arc::new(Mutex::new(HashMap::from([(
+        "a".to_owned(),
+        "1".to_owned(),
+    )])));
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let (announcer, announced) = lazy_queue(&cache, &evicted, 1);
+    let object = config_map("a", "1");
+    announcer.announce(None, object.clone(), Changed);
+    assert_eq!(
+        Arc::strong_count(&object),
+        1,
+        "the queue keeps the key only"
+    );
+    drop(announced);
+}

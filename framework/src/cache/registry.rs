@@ -12,7 +12,7 @@ use kube::core::ApiResource;
 
 use super::copies::Lookup;
 use super::projection::{Projection, WriterType};
-use super::{CacheTrim, Selection, SharedCache, Store, lock, sizes};
+use super::{CacheLayout, CacheTrim, Selection, SharedCache, Store, lock, sizes};
 use crate::AnyObject;
 use crate::task::Task;
 
@@ -31,6 +31,7 @@ struct Entry {
     url: String,
     selection: Selection,
     trim: CacheTrim,
+    layout: CacheLayout,
     cache: Arc<dyn Any + Send + Sync>,
     copies: Arc<dyn Lookup>,
 }
@@ -54,6 +55,7 @@ impl Caches {
         more: Vec<Api<K>>,
         selection: Selection,
         trim: CacheTrim,
+        layout: CacheLayout,
         dyntype: &K::DynamicType,
     ) -> (Arc<SharedCache<K>>, Option<Task>) {
         let mut entries = lock(&self.entries);
@@ -68,6 +70,7 @@ impl Caches {
                 && e.url == url
                 && e.selection == selection
                 && e.trim == trim
+                && e.layout == layout
         });
         if let Some(cache) = found.and_then(|e| e.cache.clone().downcast::<SharedCache<K>>().ok()) {
             return (cache, None);
@@ -77,6 +80,7 @@ impl Caches {
             apis,
             selection.clone(),
             trim,
+            layout,
             dyntype.clone(),
         ));
         entries.push(Entry {
@@ -92,6 +96,7 @@ impl Caches {
             url,
             selection,
             trim,
+            layout,
             cache: cache.clone(),
             copies: cache.clone(),
         });
@@ -114,6 +119,7 @@ impl Caches {
                 selector: e.selection.describe(),
                 objects: e.copies.objects(),
                 json_bytes: e.copies.json_bytes(),
+                decoding: e.copies.decoding(),
             })
             .collect()
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 use super::Caches;
@@ -43,6 +44,26 @@ impl Collector for CacheSizes {
             let bytes = i64::try_from(size.json_bytes).unwrap_or(i64::MAX);
             ConstGauge::new(bytes).encode(family.encode_family(&labels)?)?;
         }
+        let mut family = encoder.encode_descriptor(
+            "concord_cache_decodes",
+            "Copies a compact shared cache decoded for its readers (0 for a decoded cache), by the labels of concord_cache_objects.",
+            None,
+            MetricType::Counter,
+        )?;
+        for size in &sizes {
+            let labels = size.labels();
+            ConstCounter::new(size.decoding.0).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "concord_cache_decode_seconds",
+            "Seconds a compact shared cache spent decoding copies for its readers, by the labels of concord_cache_objects.",
+            None,
+            MetricType::Counter,
+        )?;
+        for size in &sizes {
+            let labels = size.labels();
+            ConstCounter::new(size.decoding.1).encode(family.encode_family(&labels)?)?;
+        }
         Ok(())
     }
 }
@@ -77,6 +98,8 @@ pub(crate) struct Size {
     pub(crate) selector: String,
     pub(crate) objects: usize,
     pub(crate) json_bytes: u64,
+    /// A compact cache's decoded copies, and the seconds spent decoding.
+    pub(crate) decoding: (u64, f64),
 }
 
 impl Size {

@@ -7,14 +7,76 @@
 //! something else polls them — forever, for a task that only waits. This
 //! store's [`wait_until_ready`](Store::wait_until_ready) waits on a channel
 //! that wakes them all.
+//!
+//! The objects are kube-runtime's store (the decoded layout) or a compact
+//! cache's JSON (`compact.rs`), read through the same methods.
 
 use std::fmt;
-use std::ops::Deref;
+use std::sync::Arc;
 
-use kube::runtime::reflector;
+use kube::ResourceExt;
+use kube::runtime::reflector::{self, ObjectRef};
 use tokio::sync::watch;
 
+use super::compact::{CompactObjects, Key};
 use crate::AnyObject;
+
+/// A shared cache's objects, in either layout.
+pub(crate) enum Objects<K: AnyObject> {
+    Decoded(reflector::Store<K>),
+    Compact(Arc<CompactObjects<K>>),
+}
+
+impl<K: AnyObject> Clone for Objects<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Objects::Decoded(store) => Objects::Decoded(store.clone()),
+            Objects::Compact(objects) => Objects::Compact(objects.clone()),
+        }
+    }
+}
+
+impl<K: AnyObject> Objects<K> {
+    pub(crate) fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        match self {
+            Objects::Decoded(store) => store.get(key),
+            Objects::Compact(objects) => objects.get(key.namespace.as_deref(), &key.name),
+        }
+    }
+
+    pub(crate) fn contains(&self, key: &ObjectRef<K>) -> bool {
+        match self {
+            Objects::Decoded(store) => store.get(key).is_some(),
+            Objects::Compact(objects) => objects.holds(key.namespace.as_deref(), &key.name),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Objects::Decoded(store) => store.len(),
+            Objects::Compact(objects) => objects.len(),
+        }
+    }
+
+    /// Every object's namespace and name.
+    pub(crate) fn keys(&self) -> Vec<Key> {
+        match self {
+            Objects::Decoded(store) => store
+                .state()
+                .iter()
+                .map(|o| (o.namespace(), o.name_any()))
+                .collect(),
+            Objects::Compact(objects) => objects.keys(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> Vec<Arc<K>> {
+        match self {
+            Objects::Decoded(store) => store.state(),
+            Objects::Compact(objects) => objects.state(),
+        }
+    }
+}
 
 /// Where a shared cache is in its first list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,13 +94,15 @@ pub(crate) enum Synced {
 /// hands out: every controller of the same type, scope and selection reads
 /// it, and so do the re-reads of writes after a conflict.
 ///
-/// It dereferences to kube-runtime's
-/// [`Store`](kube::runtime::reflector::Store) (`get`, `state`, `len`,
-/// `find`), which is also what [`into_inner`](Self::into_inner) returns, for
-/// code written against kube-runtime; [`wait_until_ready`](Self::wait_until_ready)
-/// is this type's own.
+/// It reads as kube-runtime's [`Store`](kube::runtime::reflector::Store)
+/// does (`get`, `state`, `len`, `find`) in either
+/// [`CacheLayout`](crate::CacheLayout). In the decoded layout each read
+/// hands out the stored copy; in the compact one each read decodes a copy
+/// of its own (`state` and `find` decode every object they pass), and
+/// [`into_inner`](Self::into_inner), kube-runtime's store, is `None`.
+/// [`wait_until_ready`](Self::wait_until_ready) is this type's own.
 pub struct Store<K: AnyObject> {
-    inner: reflector::Store<K>,
+    inner: Objects<K>,
     sync: watch::Receiver<Synced>,
     name: String,
 }
@@ -64,11 +128,7 @@ impl<K: AnyObject> fmt::Debug for Store<K> {
 }
 
 impl<K: AnyObject> Store<K> {
-    pub(crate) fn new(
-        inner: reflector::Store<K>,
-        sync: watch::Receiver<Synced>,
-        name: String,
-    ) -> Self {
+    pub(crate) fn new(inner: Objects<K>, sync: watch::Receiver<Synced>, name: String) -> Self {
         Store { inner, sync, name }
     }
 
@@ -95,17 +155,51 @@ impl<K: AnyObject> Store<K> {
         *self.sync.borrow() == Synced::Yes
     }
 
-    /// kube-runtime's store underneath, for APIs that take one.
-    pub fn into_inner(self) -> reflector::Store<K> {
-        self.inner
+    /// The cached copy of `key`.
+    pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        self.inner.get(key)
     }
-}
 
-impl<K: AnyObject> Deref for Store<K> {
-    type Target = reflector::Store<K>;
+    /// Whether the cache holds `key` (decoding nothing).
+    pub fn contains(&self, key: &ObjectRef<K>) -> bool {
+        self.inner.contains(key)
+    }
 
-    fn deref(&self) -> &Self::Target {
-        &self.inner
+    /// A copy of every cached object.
+    pub fn state(&self) -> Vec<Arc<K>> {
+        self.inner.state()
+    }
+
+    /// The first cached object `predicate` passes.
+    pub fn find<P: Fn(&K) -> bool>(&self, predicate: P) -> Option<Arc<K>> {
+        match &self.inner {
+            Objects::Decoded(store) => store.find(predicate),
+            Objects::Compact(objects) => objects.find(predicate),
+        }
+    }
+
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether the cache holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.inner.len() == 0
+    }
+
+    /// The namespace and name of every cached object (decoding nothing).
+    pub(crate) fn keys(&self) -> Vec<Key> {
+        self.inner.keys()
+    }
+
+    /// kube-runtime's store underneath, for APIs that take one; `None`
+    /// for a compact cache, which has none.
+    pub fn into_inner(self) -> Option<reflector::Store<K>> {
+        match self.inner {
+            Objects::Decoded(store) => Some(store),
+            Objects::Compact(_) => None,
+        }
     }
 }
 

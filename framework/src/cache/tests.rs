@@ -20,27 +20,69 @@ fn one_selection_is_one_watch_and_another_is_another() {
         let all = Api::<ConfigMap>::all(client.clone());
         let caches = Caches::default();
         let trim = CacheTrim::default();
-        let (first, watch) = caches.shared(&all, Vec::new(), selection("b=2,a=1"), trim, &());
+        let (first, watch) = caches.shared(
+            &all,
+            Vec::new(),
+            selection("b=2,a=1"),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         assert!(watch.is_some());
-        let (same, watch) = caches.shared(&all, Vec::new(), selection(" a=1 , b=2"), trim, &());
+        let (same, watch) = caches.shared(
+            &all,
+            Vec::new(),
+            selection(" a=1 , b=2"),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         assert!(
             watch.is_none(),
             "the same selection, spelled otherwise, shares"
         );
         assert!(Arc::ptr_eq(&first, &same));
-        let (_, watch) = caches.shared(&all, Vec::new(), selection("a=1"), trim, &());
+        let (_, watch) = caches.shared(
+            &all,
+            Vec::new(),
+            selection("a=1"),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         assert!(watch.is_some(), "another selector, another watch");
         let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
         let b = Api::<ConfigMap>::namespaced(client, "b");
-        let (set, watch) = caches.shared(&a, vec![b.clone()], Selection::default(), trim, &());
+        let (set, watch) = caches.shared(
+            &a,
+            vec![b.clone()],
+            Selection::default(),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         assert!(watch.is_some());
-        let (alone, watch) = caches.shared(&a, Vec::new(), Selection::default(), trim, &());
+        let (alone, watch) = caches.shared(
+            &a,
+            Vec::new(),
+            Selection::default(),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         assert!(
             watch.is_some(),
             "a namespace set is not one of its namespaces"
         );
         assert!(!Arc::ptr_eq(&set, &alone));
-        let (again, watch) = caches.shared(&a, vec![b], Selection::default(), trim, &());
+        let (again, watch) = caches.shared(
+            &a,
+            vec![b],
+            Selection::default(),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         assert!(watch.is_none() && Arc::ptr_eq(&set, &again));
     });
 }
@@ -55,6 +97,12 @@ fn config_map(namespace: &str, name: &str) -> ConfigMap {
 
 #[test]
 fn a_namespace_relist_replaces_only_its_own_objects() {
+    for layout in [CacheLayout::Decoded, CacheLayout::Compact] {
+        a_namespace_relist_replaces_only_its_own_objects_in(layout);
+    }
+}
+
+fn a_namespace_relist_replaces_only_its_own_objects_in(layout: CacheLayout) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -69,17 +117,18 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
             vec![a, b],
             Selection::default(),
             CacheTrim::default(),
+            layout,
             (),
         );
-        let mut announced = cache.subscribe(None, Fairness::with_slots(0));
+        let (mut announced, lookups) = cache.subscribe(None, Fairness::with_slots(0));
         let mut writer = lock(&cache.writer).take().unwrap();
         let mut relists = Relists::new(2);
         let held = |cache: &SharedCache<ConfigMap>| {
             let mut names: Vec<String> = cache
-                .reader()
-                .state()
-                .iter()
-                .map(|o| format!("{}/{}", o.namespace().unwrap(), o.name_any()))
+                .store()
+                .keys()
+                .into_iter()
+                .map(|(namespace, name)| format!("{}/{name}", namespace.unwrap()))
                 .collect();
             names.sort();
             names
@@ -94,14 +143,12 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
         ] {
             cache.apply(&mut writer, &mut relists, i, event);
         }
-        assert!(
-            cache.reader().wait_until_ready().now_or_never().is_none(),
-            "b still lists"
-        );
+        assert!(!cache.store().is_ready(), "b still lists ({layout:?})");
         cache.apply(&mut writer, &mut relists, 1, InitDone);
+        assert!(cache.store().is_ready(), "all listed ({layout:?})");
         assert!(
-            cache.reader().wait_until_ready().now_or_never().is_some(),
-            "all listed"
+            lookups.wait_until_ready().now_or_never().is_some(),
+            "the controller's store is ready ({layout:?})"
         );
         assert_eq!(held(&cache), ["a/x", "b/y"]);
         // `a` relists after a gap: `x` was deleted meanwhile, `z` created.
@@ -113,7 +160,11 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
         while let Some(Some(object)) = announced.next().now_or_never() {
             names.push(object.name_any());
         }
-        assert_eq!(names, ["x", "y", "z"]);
+        match layout {
+            CacheLayout::Decoded => assert_eq!(names, ["x", "y", "z"]),
+            // Keys, loaded at their turn: `x` was deleted before it.
+            CacheLayout::Compact => assert_eq!(names, ["y", "z"]),
+        }
     });
 }
 
@@ -155,7 +206,14 @@ fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
         });
         // Each cache holds it as its watch stores it: decoded, then trimmed.
         let typed_api = Api::<ConfigMap>::all(client.clone());
-        let (typed, _) = caches.shared(&typed_api, Vec::new(), Selection::default(), trim, &());
+        let (typed, _) = caches.shared(
+            &typed_api,
+            Vec::new(),
+            Selection::default(),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         let mut cm: ConfigMap = serde_json::from_value(stored.clone()).unwrap();
         trim.apply(&mut cm);
         let mut fill = lock(&typed.writer).take().unwrap();
@@ -188,6 +246,7 @@ fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
             Vec::new(),
             Selection::default(),
             trim,
+            CacheLayout::Decoded,
             &resource,
         );
         let mut object: DynamicObject = serde_json::from_value(stored.clone()).unwrap();
@@ -212,7 +271,14 @@ fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
 
         // A metadata-only writer's own cache comes first too.
         let own_api = Api::<PartialObjectMeta<ConfigMap>>::all(client);
-        let (own, _) = caches.shared(&own_api, Vec::new(), Selection::default(), trim, &());
+        let (own, _) = caches.shared(
+            &own_api,
+            Vec::new(),
+            Selection::default(),
+            trim,
+            CacheLayout::Decoded,
+            &(),
+        );
         let mut newer: PartialObjectMeta<ConfigMap> = serde_json::from_value(stored).unwrap();
         newer.metadata.resource_version = Some("6".into());
         trim.apply(&mut newer);

@@ -13,7 +13,9 @@ use crate::http::{bind, parse_bind};
 use crate::leader::LeaderElectionConfig;
 use crate::sharding::{self, Sharding};
 use crate::writes::WriteRegistry;
-use crate::{CacheTrim, ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client};
+use crate::{
+    CacheLayout, CacheTrim, ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client,
+};
 
 /// Builds a [`Manager`]: flags, the author's feature gates, optionally a
 /// client of the caller's making.
@@ -30,6 +32,7 @@ pub struct ManagerBuilder {
     endpoints: crate::serve::Limits,
     reread_wait: Duration,
     cache_trim: CacheTrim,
+    cache_layout: CacheLayout,
     /// Secure metrics set here: the cert dir (`None`: self-signed).
     secure_metrics: Option<Option<std::path::PathBuf>>,
     /// How long a secure-metrics decision is reused, and how many are kept.
@@ -189,6 +192,17 @@ impl ManagerBuilder {
     /// or the object they are given.
     pub fn with_cache_trim(mut self, trim: CacheTrim) -> Self {
         self.cache_trim = trim;
+        self
+    }
+
+    /// How the shared watch caches hold their objects (default
+    /// [`CacheLayout::Decoded`]: typed, as kube-runtime's store).
+    /// [`CacheLayout::Compact`] keeps each as compact JSON, a fraction of
+    /// the memory, and decodes a copy for each read: for a controller of
+    /// many objects that reconciles few at a time. See "Memory" in the
+    /// book for the figures.
+    pub fn with_cache_layout(mut self, layout: CacheLayout) -> Self {
+        self.cache_layout = layout;
         self
     }
 
@@ -530,6 +544,7 @@ impl ManagerBuilder {
             grace: self.grace,
             endpoints: self.endpoints,
             cache_trim: self.cache_trim,
+            cache_layout: self.cache_layout,
         })
     }
 }
@@ -566,6 +581,7 @@ impl Manager {
             endpoints: crate::serve::Limits::default(),
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             cache_trim: CacheTrim::default(),
+            cache_layout: CacheLayout::default(),
             watchdog: (Duration::from_secs(1), Duration::from_secs(30)),
             secure_metrics: None,
             review_cache: (crate::secure::DEFAULT_TTL, crate::secure::DEFAULT_ENTRIES),

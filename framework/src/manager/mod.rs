@@ -109,6 +109,7 @@ pub struct Manager {
     grace: Duration,
     endpoints: crate::serve::Limits,
     cache_trim: crate::CacheTrim,
+    cache_layout: crate::CacheLayout,
     sharding: Option<Sharding>,
     webhook_server: Option<crate::webhook::WebhookServer>,
     /// With managed webhook certificates: what renews them.
@@ -307,10 +308,10 @@ impl Manager {
                 )
             }
         };
-        let (cache, watch) = self
-            .writes
-            .caches()
-            .shared(&api, more, selection, trim, &dyntype);
+        let (cache, watch) =
+            self.writes
+                .caches()
+                .shared(&api, more, selection, trim, self.cache_layout, &dyntype);
         if let Some(watch) = watch {
             let cold = self.args.leader_elect && self.args.cold_standby;
             self.health.readiness.add_waived(

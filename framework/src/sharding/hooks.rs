@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 
-use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
 use super::gate::{InFlight, ShardGate};
@@ -95,6 +94,7 @@ pub(crate) fn attach<K: AnyObject>(
     seat: Option<&Seat>,
     api: &Api<K>,
     dyntype: &K::DynamicType,
+    store: crate::Store<K>,
     controller: Controller<K>,
 ) -> Controller<K> {
     let Some(Seat { gate, seat }) = seat else {
@@ -107,13 +107,12 @@ pub(crate) fn attach<K: AnyObject>(
             dyntype.clone(),
         ));
     }
-    let store = controller.store();
     let listed = store.clone();
     gate.add_lister(Box::new(move || keys_of(&listed)));
     let (cached, known) = (store.clone(), dyntype.clone());
     gate.watch_seat(
         *seat,
-        Box::new(move |key| cached.get(&object_ref::<K>(key, &known)).is_some()),
+        Box::new(move |key| cached.contains(&object_ref::<K>(key, &known))),
     );
     let (offered, seat, dyntype) = (gate.clone(), *seat, dyntype.clone());
     let triggers = gate.wakes().flat_map(move |()| {
@@ -125,11 +124,11 @@ pub(crate) fn attach<K: AnyObject>(
 }
 
 /// The `namespace/name` keys of every object in `store`.
-fn keys_of<K: AnyObject>(store: &Store<K>) -> Vec<String> {
+fn keys_of<K: AnyObject>(store: &crate::Store<K>) -> Vec<String> {
     store
-        .state()
-        .iter()
-        .map(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()))
+        .keys()
+        .into_iter()
+        .map(|(namespace, name)| format!("{}/{name}", namespace.unwrap_or_default()))
         .collect()
 }
 

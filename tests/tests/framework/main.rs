@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cache;
+mod compact;
 mod manager;
 mod shutdown;
 mod table_warnings;

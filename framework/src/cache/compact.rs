@@ -1,0 +1,287 @@
+//! The compact layout of a shared cache: each object kept as the compact
+//! JSON of its trimmed copy, decoded when it is read.
+//!
+//! A typed object in memory is several times its JSON: a small
+//! `k8s-openapi` Pod is about 11 KiB as a struct (every `Option` of every
+//! nested struct has its room) and 1–3 KiB as JSON. A compact cache keeps
+//! the JSON only, and every read ([`Store::get`](super::Store::get),
+//! [`Context::cached`](crate::Context::cached), a re-read after a `409`)
+//! decodes a fresh copy.
+//!
+//! kube-runtime's controller looks each object up in a store of typed
+//! objects when it runs a reconcile. A compact cache gives each controller
+//! a small one of its own ([`Hot`]): the object goes in when the queue
+//! hands it to the controller (decoded from the cache then) and leaves
+//! when its reconcile ends. A reconcile the controller starts without the
+//! queue (a requeue it scheduled, an owned object's change, a shard
+//! handover) finds nothing there; the controller reports the object
+//! missing, and the queue takes it again from the cache
+//! ([`Slots::missing`](super::Slots::missing)): it runs a moment later,
+//! never lost. So a controller holds typed copies of at most the objects
+//! it is reconciling, whatever the cache holds.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+
+use super::lock;
+use crate::AnyObject;
+
+/// How a manager's shared caches hold their objects, set with
+/// [`ManagerBuilder::with_cache_layout`](crate::ManagerBuilder::with_cache_layout).
+///
+/// ```
+/// use concord::CacheLayout;
+/// assert_eq!(CacheLayout::default(), CacheLayout::Decoded);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CacheLayout {
+    /// Typed objects, as kube-runtime's store holds them: a read hands out
+    /// the stored copy itself (an `Arc`), at no cost.
+    #[default]
+    Decoded,
+    /// Each object as the compact JSON of its trimmed copy: a fraction of
+    /// the memory, and every read decodes a copy of its own. The type's
+    /// `Serialize` and `Deserialize` must round-trip its objects, as those
+    /// of `k8s-openapi`, kube's derive, views and `DynamicObject` do.
+    Compact,
+}
+
+/// Namespace and name.
+pub(crate) type Key = (Option<String>, String);
+
+fn key_of<K: Resource>(object: &K) -> Key {
+    (object.namespace(), object.name_any())
+}
+
+fn key(namespace: Option<&str>, name: &str) -> Key {
+    (namespace.map(str::to_owned), name.to_owned())
+}
+
+/// The objects of a compact cache, as JSON, and what decoding them cost.
+pub(crate) struct CompactObjects<K> {
+    objects: RwLock<HashMap<Key, Box<[u8]>>>,
+    decodes: AtomicU64,
+    decode_nanos: AtomicU64,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: AnyObject> CompactObjects<K> {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(CompactObjects {
+            objects: RwLock::default(),
+            decodes: AtomicU64::new(0),
+            decode_nanos: AtomicU64::new(0),
+            kind: PhantomData,
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Key, Box<[u8]>>> {
+        self.objects
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Key, Box<[u8]>>> {
+        self.objects
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A decoded copy of `namespace`/`name`.
+    pub(crate) fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        self.decoded(namespace, name).map(Arc::new)
+    }
+
+    /// A decoded copy of `namespace`/`name`, owned.
+    pub(crate) fn decoded(&self, namespace: Option<&str>, name: &str) -> Option<K> {
+        let objects = self.read();
+        let bytes = objects.get(&key(namespace, name))?;
+        self.decode(bytes)
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Option<K> {
+        let started = Instant::now();
+        let decoded = serde_json::from_slice::<K>(bytes);
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.decodes.fetch_add(1, Relaxed);
+        self.decode_nanos.fetch_add(nanos, Relaxed);
+        match decoded {
+            Ok(object) => Some(object),
+            Err(error) => {
+                // It was encoded from the same type: a type whose serde does
+                // not round-trip (see `CacheLayout::Compact`).
+                tracing::warn!(%error, kind = std::any::type_name::<K>(), "a compact cache's object does not decode");
+                None
+            }
+        }
+    }
+
+    pub(crate) fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.read().contains_key(&key(namespace, name))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub(crate) fn keys(&self) -> Vec<Key> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Decoded copies of every object.
+    pub(crate) fn state(&self) -> Vec<Arc<K>> {
+        let objects = self.read();
+        objects
+            .values()
+            .filter_map(|b| self.decode(b))
+            .map(Arc::new)
+            .collect()
+    }
+
+    /// The first object `predicate` passes, decoding one after another.
+    pub(crate) fn find(&self, predicate: impl Fn(&K) -> bool) -> Option<Arc<K>> {
+        let objects = self.read();
+        objects
+            .values()
+            .filter_map(|b| self.decode(b))
+            .find(|object| predicate(object))
+            .map(Arc::new)
+    }
+
+    /// The JSON the cache holds, in bytes: its objects' size in memory,
+    /// less the map's own.
+    pub(crate) fn json_bytes(&self) -> u64 {
+        self.read().values().map(|b| b.len() as u64).sum()
+    }
+
+    /// How many copies were decoded, and in how many seconds.
+    pub(crate) fn decoding(&self) -> (u64, f64) {
+        let nanos = self.decode_nanos.load(Relaxed);
+        (self.decodes.load(Relaxed), nanos as f64 / 1e9)
+    }
+}
+
+fn encode<K: AnyObject>(object: &K) -> Option<Box<[u8]>> {
+    match serde_json::to_vec(object) {
+        Ok(bytes) => Some(bytes.into_boxed_slice()),
+        Err(error) => {
+            tracing::warn!(%error, object = %object.name_any(), "an object does not encode for the compact cache: it is not cached");
+            None
+        }
+    }
+}
+
+/// The watch's end of a compact cache: applies watcher events as
+/// kube-runtime's store writer does (a list is buffered and swapped in
+/// when complete, so a relist drops what it no longer lists).
+pub(crate) struct CompactWriter<K> {
+    objects: Arc<CompactObjects<K>>,
+    buffer: Option<HashMap<Key, Box<[u8]>>>,
+}
+
+impl<K: AnyObject> CompactWriter<K> {
+    pub(crate) fn new(objects: Arc<CompactObjects<K>>) -> Self {
+        CompactWriter {
+            objects,
+            buffer: None,
+        }
+    }
+
+    pub(crate) fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
+        match event {
+            watcher::Event::Apply(object) => match encode(object) {
+                Some(bytes) => {
+                    self.objects.write().insert(key_of(object), bytes);
+                }
+                None => self.remove(&key_of(object)),
+            },
+            watcher::Event::Delete(object) => self.remove(&key_of(object)),
+            watcher::Event::Init => self.buffer = Some(HashMap::new()),
+            watcher::Event::InitApply(object) => {
+                let Some(bytes) = encode(object) else { return };
+                match self.buffer.as_mut() {
+                    Some(buffer) => {
+                        buffer.insert(key_of(object), bytes);
+                    }
+                    None => {
+                        self.objects.write().insert(key_of(object), bytes);
+                    }
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(mut buffer) = self.buffer.take() {
+                    buffer.shrink_to_fit();
+                    *self.objects.write() = buffer;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: &Key) {
+        self.objects.write().remove(key);
+    }
+}
+
+/// A controller's store of the typed objects it is reconciling, for
+/// kube-runtime's controller to look them up in.
+pub(crate) struct Hot<K: AnyObject> {
+    writer: Mutex<reflector::store::Writer<K>>,
+    reader: reflector::Store<K>,
+    dyntype: K::DynamicType,
+}
+
+impl<K: AnyObject> Hot<K> {
+    /// An empty store, ready at once: the queue hands the controller
+    /// nothing before the cache's first list is in.
+    pub(crate) fn new(dyntype: K::DynamicType) -> Arc<Self> {
+        let mut writer = reflector::store::Writer::<K>::new(dyntype.clone());
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        Arc::new(Hot {
+            reader: writer.as_reader(),
+            writer: Mutex::new(writer),
+            dyntype,
+        })
+    }
+
+    pub(crate) fn reader(&self) -> reflector::Store<K> {
+        self.reader.clone()
+    }
+
+    /// Puts `object` in and returns the store's copy (`None` only if
+    /// the store lost it, which the writer's lock rules out).
+    pub(crate) fn insert(&self, object: K) -> Option<Arc<K>> {
+        let key = ObjectRef::from_obj_with(&object, self.dyntype.clone());
+        let mut writer = lock(&self.writer);
+        writer.apply_watcher_event(&watcher::Event::Apply(object));
+        // Read under the lock: nothing removes it in between.
+        let copy = self.reader.get(&key);
+        drop(writer);
+        copy
+    }
+
+    /// Replaces the copy of `object`, if the store holds one.
+    pub(crate) fn refresh(&self, object: &K) {
+        let key = ObjectRef::from_obj_with(object, self.dyntype.clone());
+        let mut writer = lock(&self.writer);
+        if self.reader.get(&key).is_some() {
+            writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+        }
+    }
+
+    /// Takes `namespace`/`name` out.
+    pub(crate) fn remove(&self, namespace: Option<&str>, name: &str) {
+        let key = super::object_ref::<K>(namespace, name, &self.dyntype);
+        let mut writer = lock(&self.writer);
+        if let Some(object) = self.reader.get(&key) {
+            writer.apply_watcher_event(&watcher::Event::Delete(object.as_ref().clone()));
+        }
+    }
+}
