@@ -45,6 +45,12 @@ pub struct Args {
     /// written for it holds).
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
+    /// How the concord operator's cache holds them: `decoded` (typed
+    /// objects, concord's default) or `compact` (each object as JSON,
+    /// decoded per read: `CacheLayout::Compact`). controller-runtime has
+    /// no such choice and keeps its cache as `--cache` says.
+    #[arg(long, value_enum, default_value = "decoded")]
+    pub layout: crate::operator::Layout,
     /// After the rounds, the burst: the concord operator with a slow
     /// reconciler (`--burst-sleep-ms`, concurrency 1) while `--events`
     /// annotation updates land on `--burst-pods` objects; its memory

@@ -64,6 +64,12 @@ pub struct RunFigures {
     pub allocations: u64,
     /// `allocations / reconciles`.
     pub allocations_per_reconcile: f64,
+    /// Microseconds a reconcile took, on average, during the write phase
+    /// (concord only: 0 for the Go peer).
+    pub reconcile_us: f64,
+    /// Microseconds of decoding per reconcile in a compact cache during
+    /// the write phase (concord only).
+    pub decode_us_per_reconcile: f64,
     /// Objects found carrying this round's label, listed from the server.
     pub written_objects: usize,
     /// Objects listed.
@@ -173,6 +179,10 @@ pub(crate) async fn round(
         failed: after.failed.saturating_sub(before.failed),
         allocations,
         allocations_per_reconcile: allocations as f64 / reconciles.max(1) as f64,
+        reconcile_us: after.reconcile_us.saturating_sub(before.reconcile_us) as f64
+            / reconciles.max(1) as f64,
+        decode_us_per_reconcile: after.decode_us.saturating_sub(before.decode_us) as f64
+            / reconciles.max(1) as f64,
         written_objects: seen.written,
         objects: seen.objects,
     })

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use concord::{Action, Context, Manager, ManagerArgs, Object, Reconciler, WriteError};
+use concord::{Action, CacheLayout, Context, Manager, ManagerArgs, Object, Reconciler, WriteError};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
@@ -76,6 +76,36 @@ impl CacheMode {
     }
 }
 
+/// How concord's shared cache holds the objects
+/// ([`CacheLayout`]); controller-runtime has no such choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Typed objects (concord's default).
+    #[default]
+    Decoded,
+    /// Compact JSON, decoded per read.
+    Compact,
+}
+
+impl Layout {
+    /// The word used on command lines and in reports.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Layout::Decoded => "decoded",
+            Layout::Compact => "compact",
+        }
+    }
+
+    /// concord's own value.
+    pub const fn cache_layout(self) -> CacheLayout {
+        match self {
+            Layout::Decoded => CacheLayout::Decoded,
+            Layout::Compact => CacheLayout::Compact,
+        }
+    }
+}
+
 /// The operator's command line (the harness writes it).
 #[derive(Clone, Debug, clap::Args)]
 pub struct OperatorArgs {
@@ -91,6 +121,9 @@ pub struct OperatorArgs {
     /// How to cache it.
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
+    /// How concord's cache holds them.
+    #[arg(long, value_enum, default_value = "decoded")]
+    pub layout: Layout,
     /// Reconciles at once.
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
@@ -99,8 +132,9 @@ pub struct OperatorArgs {
     pub sleep_ms: u64,
 }
 
-/// Counts the objects in the controller's cache.
-type Size = Box<dyn Fn() -> usize + Send + Sync>;
+/// Counts the objects in the controller's cache, and reads its decoding
+/// time in microseconds.
+type Size = Box<dyn Fn() -> (usize, u64) + Send + Sync>;
 
 /// What the reconciler counts.
 #[derive(Debug, Default)]
@@ -108,6 +142,8 @@ struct Counters {
     reconciles: AtomicU64,
     writes: AtomicU64,
     failed: AtomicU64,
+    /// Microseconds of reconciling, summed.
+    reconcile_us: AtomicU64,
 }
 
 /// Copies the wanted round into the label.
@@ -122,6 +158,20 @@ impl<K: Object> Reconciler<K> for CopyWant {
 
     async fn reconcile(&self, object: Arc<K>, ctx: &Context<K>) -> Result<Action, WriteError> {
         self.counters.reconciles.fetch_add(1, Relaxed);
+        let started = std::time::Instant::now();
+        let result = self.copy_want(object, ctx).await;
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.counters.reconcile_us.fetch_add(micros, Relaxed);
+        result
+    }
+}
+
+impl CopyWant {
+    async fn copy_want<K: Object>(
+        &self,
+        object: Arc<K>,
+        ctx: &Context<K>,
+    ) -> Result<Action, WriteError> {
         let object = if self.sleep.is_zero() {
             object
         } else {
@@ -165,6 +215,7 @@ pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result
     manager_args.kubeconfig = Some(args.kubeconfig.clone());
     let mut manager = Manager::builder("memory-bench")
         .with_args(manager_args)
+        .with_cache_layout(args.layout.cache_layout())
         .build()
         .await
         .context("building the manager")?;
@@ -229,7 +280,11 @@ where
             synced.store(true, Relaxed);
         }
     });
-    Ok(Box::new(move || store.len()))
+    Ok(Box::new(move || {
+        let (_, decoding) = store.decoding();
+        let micros = u64::try_from(decoding.as_micros()).unwrap_or(u64::MAX);
+        (store.len(), micros)
+    }))
 }
 
 /// Prints the status line every [`TICK`] until aborted.
@@ -240,13 +295,16 @@ async fn report(
     allocations: fn() -> u64,
 ) {
     loop {
+        let (cached, decode_us) = size();
         let status = Status {
-            cached: size() as u64,
+            cached: cached as u64,
             synced: synced.load(Relaxed),
             reconciles: counters.reconciles.load(Relaxed),
             writes: counters.writes.load(Relaxed),
             failed: counters.failed.load(Relaxed),
             allocs: allocations(),
+            reconcile_us: counters.reconcile_us.load(Relaxed),
+            decode_us,
         };
         println!("{status}");
         tokio::time::sleep(TICK).await;

@@ -83,6 +83,8 @@ pub struct Report {
     pub warmup: usize,
     /// The concord operator's cache mode.
     pub cache: CacheMode,
+    /// How the concord operator's cache held the objects.
+    pub layout: crate::operator::Layout,
     /// The controller-runtime operator's (differs for `view` only).
     pub peer_cache: CacheMode,
     /// Seconds of settling before each reading.
@@ -110,6 +112,7 @@ impl Report {
             rounds: args.rounds,
             warmup: args.warmup,
             cache: args.cache,
+            layout: args.layout,
             peer_cache: args.cache.peer(),
             settle_secs: args.settle_secs,
             concurrency: args.concurrency,
@@ -263,12 +266,16 @@ pub fn table(report: &Report) -> String {
     if !report.runs.is_empty() {
         let _ = writeln!(
             out,
-            "\n{} {}, {} round(s) after {} warm-up, cache {}{}, concurrency {}, readings {} s after each phase\n",
+            "\n{} {}, {} round(s) after {} warm-up, cache {}{}{}, concurrency {}, readings {} s after each phase\n",
             report.objects,
             report.kind.as_str(),
             report.rounds,
             report.warmup,
             report.cache.as_str(),
+            match report.layout {
+                crate::operator::Layout::Decoded => "",
+                crate::operator::Layout::Compact => " in concord's compact layout",
+            },
             if report.cache.peer() == report.cache {
                 String::new()
             } else {
@@ -281,6 +288,25 @@ pub fn table(report: &Report) -> String {
         out.push_str(&tables(&report.spreads, &figures, &report.ratios));
         let failed: u64 = report.runs.iter().map(|r| r.failed).sum();
         let _ = writeln!(out, "\nfailed writes over all rounds: {failed}");
+        if report.layout == crate::operator::Layout::Compact {
+            let concord: Vec<&RunFigures> = report
+                .runs
+                .iter()
+                .filter(|r| r.operator == "concord")
+                .collect();
+            let decode = median(
+                &concord
+                    .iter()
+                    .map(|r| r.decode_us_per_reconcile)
+                    .collect::<Vec<_>>(),
+            );
+            let reconcile = median(&concord.iter().map(|r| r.reconcile_us).collect::<Vec<_>>());
+            let _ = writeln!(
+                out,
+                "\ncompact cache, write pass (median of rounds): {decode:.1} µs of decoding per reconcile, {:.1}% of a reconcile's {reconcile:.0} µs",
+                100.0 * decode / reconcile.max(f64::MIN_POSITIVE)
+            );
+        }
     }
     if let Some(hold) = &report.hold {
         out.push_str(&crate::hold::table(hold));

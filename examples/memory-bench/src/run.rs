@@ -10,7 +10,7 @@ use crate::burst;
 use crate::hold::{self, HoldPrograms};
 use crate::measure::{self, RunFigures};
 use crate::objects::{self, Kind};
-use crate::operator::CacheMode;
+use crate::operator::{CacheMode, Layout};
 use crate::report::Report;
 
 /// The Go module of the controller-runtime operator.
@@ -37,6 +37,8 @@ pub(crate) struct Programs {
     pub(crate) concord: PathBuf,
     pub(crate) peer: PathBuf,
     pub(crate) kubeconfig: PathBuf,
+    /// How the concord operator's cache holds the objects.
+    pub(crate) layout: Layout,
 }
 
 impl Programs {
@@ -59,6 +61,8 @@ impl Programs {
             kind.as_str().into(),
             "--cache".into(),
             cache.as_str().into(),
+            "--layout".into(),
+            self.layout.as_str().into(),
             "--concurrency".into(),
             concurrency.to_string(),
             "--sleep-ms".into(),
@@ -113,6 +117,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
         },
         peer: tokio::task::spawn_blocking(peer).await??,
         kubeconfig,
+        layout: args.layout,
     };
     objects::install(&client, args.kind).await?;
 

@@ -1,8 +1,11 @@
 //! The status line both operators print on stdout, four times a second:
 //!
 //! ```text
-//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456
+//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456 reconcile_us=4000000 decode_us=80000
 //! ```
+//!
+//! The last two are concord's only (the Go peer leaves them out: 0): the
+//! time its reconciles took and the time its compact cache spent decoding.
 
 use std::fmt;
 
@@ -23,14 +26,25 @@ pub struct Status {
     /// Allocations so far: the counting allocator's count in concord's
     /// operator, `runtime.MemStats.Mallocs` in the Go peer.
     pub allocs: u64,
+    /// Microseconds the reconciles took, summed (concord only).
+    pub reconcile_us: u64,
+    /// Microseconds a compact cache spent decoding copies (concord only).
+    pub decode_us: u64,
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "status cached={} synced={} reconciles={} writes={} failed={} allocs={}",
-            self.cached, self.synced, self.reconciles, self.writes, self.failed, self.allocs
+            "status cached={} synced={} reconciles={} writes={} failed={} allocs={} reconcile_us={} decode_us={}",
+            self.cached,
+            self.synced,
+            self.reconciles,
+            self.writes,
+            self.failed,
+            self.allocs,
+            self.reconcile_us,
+            self.decode_us
         )
     }
 }
@@ -51,6 +65,8 @@ impl Status {
             writes: number("writes")?,
             failed: number("failed")?,
             allocs: number("allocs")?,
+            reconcile_us: number("reconcile_us").unwrap_or(0),
+            decode_us: number("decode_us").unwrap_or(0),
         })
     }
 }
@@ -68,6 +84,8 @@ mod tests {
             writes: 2,
             failed: 1,
             allocs: 99,
+            reconcile_us: 7,
+            decode_us: 3,
         };
         assert_eq!(Status::parse(&status.to_string()), Some(status));
     }

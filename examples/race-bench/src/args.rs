@@ -296,8 +296,33 @@ pub struct Args {
     /// runs; otherwise not measured].
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// How the `manager-*` contenders' shared cache holds the pods:
+    /// `decoded` (typed, concord's default) or `compact` (JSON, decoded per
+    /// read); with `compact` each manager round prints what decoding cost.
+    #[arg(long, value_enum, default_value_t = CacheLayoutArg::Decoded)]
+    pub cache_layout: CacheLayoutArg,
 }
 // ANCHOR_END: args
+
+/// `--cache-layout`: [`concord::CacheLayout`] on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheLayoutArg {
+    /// Typed objects.
+    #[default]
+    Decoded,
+    /// Compact JSON, decoded per read.
+    Compact,
+}
+
+impl CacheLayoutArg {
+    /// concord's own value.
+    pub const fn layout(self) -> concord::CacheLayout {
+        match self {
+            CacheLayoutArg::Decoded => concord::CacheLayout::Decoded,
+            CacheLayoutArg::Compact => concord::CacheLayout::Compact,
+        }
+    }
+}
 
 /// Parse a race intensity: a share from 0 to 1.
 fn intensity(text: &str) -> Result<f64, String> {

@@ -185,6 +185,10 @@ pub(crate) struct Job<'a> {
     pub(crate) foreign: Arc<Inline>,
     pub(crate) bar: ProgressBar,
     pub(crate) timeout: Duration,
+    /// How the manager's cache holds the pods.
+    pub(crate) layout: concord::CacheLayout,
+    /// The contender's name, for the decoding line.
+    pub(crate) name: &'a str,
 }
 
 /// Run `workload` through a manager whose strategy table sends every write
@@ -206,6 +210,8 @@ pub(crate) async fn run(
         foreign,
         bar,
         timeout,
+        layout,
+        name,
     } = job;
     let mut pending: Vec<Mutex<Vec<Pending>>> = (0..workload.specs.len())
         .map(|_| Mutex::default())
@@ -242,6 +248,7 @@ pub(crate) async fn run(
         .with_args(ManagerArgs::new().with_config(&config))
         .with_client(client.clone())
         .with_signal_handling(false)
+        .with_cache_layout(layout)
         .build()
         .await
         .with_context(|| format!("building a manager from {}", config.display()))?;
@@ -250,6 +257,7 @@ pub(crate) async fn run(
     manager.add_controller("race-bench", pods, Writer(state.clone()), move |c| {
         c.with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
     });
+    let store = manager.context::<Pod>().store();
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
@@ -274,6 +282,20 @@ pub(crate) async fn run(
         .lock()
         .map(|mut l| std::mem::take(&mut *l))
         .unwrap_or_default();
+    if layout == concord::CacheLayout::Compact
+        && let Some(store) = store
+    {
+        let (copies, decoding) = store.decoding();
+        let writes = latencies.len().max(1) as f64;
+        let latency_us: f64 = latencies.iter().map(|l| f64::from(*l)).sum::<f64>() / writes;
+        let per_write = decoding.as_secs_f64() * 1e6 / writes;
+        // Printed above the progress bars, and kept in the run's output.
+        bar.println(format!(
+            "{name}: the compact cache decoded {copies} copies in {:.1} ms: {per_write:.1} µs per write, {:.2}% of a write's mean latency ({latency_us:.0} µs)",
+            decoding.as_secs_f64() * 1e3,
+            100.0 * per_write / latency_us.max(f64::MIN_POSITIVE)
+        ));
+    }
     let figures = RoundFigures {
         wall,
         latencies_micros: latencies,

@@ -468,6 +468,8 @@ async fn through_manager(
         foreign,
         bar: bar.clone(),
         timeout: WRITE_PHASE_TIMEOUT,
+        layout: s.args.cache_layout.layout(),
+        name,
     };
     let (mut figures, counts) = manager::run(job, workload).await?;
     let costs = phase.end(s);

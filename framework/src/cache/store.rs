@@ -188,6 +188,21 @@ impl<K: AnyObject> Store<K> {
         self.inner.len() == 0
     }
 
+    /// How many copies a compact cache has decoded for its readers (the
+    /// controllers it hands objects to, [`get`](Self::get), re-reads after
+    /// a conflict) and how long that took, since it started; zero for a
+    /// decoded cache. The same figures as the metrics
+    /// `concord_cache_decodes` and `concord_cache_decode_seconds`.
+    pub fn decoding(&self) -> (u64, std::time::Duration) {
+        match &self.inner {
+            Objects::Decoded(_) => (0, std::time::Duration::ZERO),
+            Objects::Compact(objects) => {
+                let (copies, seconds) = objects.decoding();
+                (copies, std::time::Duration::from_secs_f64(seconds))
+            }
+        }
+    }
+
     /// The namespace and name of every cached object (decoding nothing).
     pub(crate) fn keys(&self) -> Vec<Key> {
         self.inner.keys()
