@@ -45,11 +45,11 @@ pub struct Args {
     /// written for it holds).
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
-    /// How the concord operator's cache holds them: `decoded` (typed
-    /// objects, concord's default) or `compact` (each object as JSON,
-    /// decoded per read: `CacheLayout::Compact`). controller-runtime has
-    /// no such choice and keeps its cache as `--cache` says.
-    #[arg(long, value_enum, default_value = "decoded")]
+    /// How the concord operator's cache holds them: `compact` (each
+    /// object as JSON, decoded per read: `CacheLayout::Compact`, concord's
+    /// default) or `decoded` (typed objects). controller-runtime has no
+    /// such choice and keeps its cache as `--cache` says.
+    #[arg(long, value_enum, default_value = "compact")]
     pub layout: crate::operator::Layout,
     /// After the rounds, the burst: the concord operator with a slow
     /// reconciler (`--burst-sleep-ms`, concurrency 1) while `--events`

@@ -81,10 +81,10 @@ impl CacheMode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
-    /// Typed objects (concord's default).
-    #[default]
+    /// Typed objects.
     Decoded,
-    /// Compact JSON, decoded per read.
+    /// Compact JSON, decoded per read (concord's default).
+    #[default]
     Compact,
 }
 
@@ -122,7 +122,7 @@ pub struct OperatorArgs {
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
     /// How concord's cache holds them.
-    #[arg(long, value_enum, default_value = "decoded")]
+    #[arg(long, value_enum, default_value = "compact")]
     pub layout: Layout,
     /// Reconciles at once.
     #[arg(long, default_value_t = 4)]

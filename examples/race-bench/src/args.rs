@@ -297,8 +297,9 @@ pub struct Args {
     #[arg(long)]
     pub server_pid: Option<u32>,
     /// How the `manager-*` contenders' shared cache holds the pods:
-    /// `decoded` (typed, concord's default) or `compact` (JSON, decoded per
-    /// read); with `compact` each manager round prints what decoding cost.
+    /// `decoded` (typed; the layout the book's tables were measured in) or
+    /// `compact` (JSON decoded per read, concord's default); with `compact`
+    /// each manager round prints what decoding cost.
     #[arg(long, value_enum, default_value_t = CacheLayoutArg::Decoded)]
     pub cache_layout: CacheLayoutArg,
 }

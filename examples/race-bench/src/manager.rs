@@ -237,7 +237,7 @@ pub(crate) async fn run(
         last: Mutex::new(None),
         latencies: Mutex::new(Vec::with_capacity(workload.lanes.len())),
         done: Notify::new(),
-        bar,
+        bar: bar.clone(),
     });
     let dir = std::env::temp_dir().join(format!("race-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -20,7 +20,7 @@
 //! never lost. So a controller holds typed copies of at most the objects
 //! it is reconciling, whatever the cache holds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
@@ -38,18 +38,18 @@ use crate::AnyObject;
 ///
 /// ```
 /// use concord::CacheLayout;
-/// assert_eq!(CacheLayout::default(), CacheLayout::Decoded);
+/// assert_eq!(CacheLayout::default(), CacheLayout::Compact);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CacheLayout {
     /// Typed objects, as kube-runtime's store holds them: a read hands out
     /// the stored copy itself (an `Arc`), at no cost.
-    #[default]
     Decoded,
     /// Each object as the compact JSON of its trimmed copy: a fraction of
     /// the memory, and every read decodes a copy of its own. The type's
     /// `Serialize` and `Deserialize` must round-trip its objects, as those
     /// of `k8s-openapi`, kube's derive, views and `DynamicObject` do.
+    #[default]
     Compact,
 }
 
@@ -145,12 +145,13 @@ impl<K: AnyObject> CompactObjects<K> {
             .collect()
     }
 
-    /// The first object `predicate` passes, decoding one after another.
+    /// The first object `predicate` passes, decoding one after another
+    /// (the lock is not held while `predicate` runs: it may read the
+    /// cache).
     pub(crate) fn find(&self, predicate: impl Fn(&K) -> bool) -> Option<Arc<K>> {
-        let objects = self.read();
-        objects
-            .values()
-            .filter_map(|b| self.decode(b))
+        self.keys()
+            .into_iter()
+            .filter_map(|(namespace, name)| self.decoded(namespace.as_deref(), &name))
             .find(|object| predicate(object))
             .map(Arc::new)
     }
@@ -178,19 +179,29 @@ fn encode<K: AnyObject>(object: &K) -> Option<Box<[u8]>> {
     }
 }
 
-/// The watch's end of a compact cache: applies watcher events as
-/// kube-runtime's store writer does (a list is buffered and swapped in
-/// when complete, so a relist drops what it no longer lists).
+/// The watch's end of a compact cache. Its first list is buffered and
+/// swapped in when complete, as kube-runtime's store writer does (the
+/// store is empty until then). A relist is not: each listed object is
+/// stored at once and only its key remembered, and when the list is
+/// complete what it no longer held is dropped. So a relist never holds a
+/// second copy of the objects, and an object a relist brings is in the
+/// cache by the time the queue hands it out (which it does during a
+/// relist, unlike during the first list).
 pub(crate) struct CompactWriter<K> {
     objects: Arc<CompactObjects<K>>,
-    buffer: Option<HashMap<Key, Box<[u8]>>>,
+    first: Option<HashMap<Key, Box<[u8]>>>,
+    listed: Option<HashSet<Key>>,
+    /// Whether a list has completed.
+    listed_once: bool,
 }
 
 impl<K: AnyObject> CompactWriter<K> {
     pub(crate) fn new(objects: Arc<CompactObjects<K>>) -> Self {
         CompactWriter {
             objects,
-            buffer: None,
+            first: None,
+            listed: None,
+            listed_once: false,
         }
     }
 
@@ -203,22 +214,36 @@ impl<K: AnyObject> CompactWriter<K> {
                 None => self.remove(&key_of(object)),
             },
             watcher::Event::Delete(object) => self.remove(&key_of(object)),
-            watcher::Event::Init => self.buffer = Some(HashMap::new()),
+            watcher::Event::Init if !self.listed_once => self.first = Some(HashMap::new()),
+            watcher::Event::Init => self.listed = Some(HashSet::new()),
             watcher::Event::InitApply(object) => {
-                let Some(bytes) = encode(object) else { return };
-                match self.buffer.as_mut() {
-                    Some(buffer) => {
-                        buffer.insert(key_of(object), bytes);
+                let key = key_of(object);
+                if let Some(first) = self.first.as_mut() {
+                    if let Some(bytes) = encode(object) {
+                        first.insert(key, bytes);
                     }
-                    None => {
-                        self.objects.write().insert(key_of(object), bytes);
+                    return;
+                }
+                match encode(object) {
+                    Some(bytes) => {
+                        self.objects.write().insert(key.clone(), bytes);
                     }
+                    None => self.remove(&key),
+                }
+                if let Some(listed) = self.listed.as_mut() {
+                    listed.insert(key);
                 }
             }
             watcher::Event::InitDone => {
-                if let Some(mut buffer) = self.buffer.take() {
-                    buffer.shrink_to_fit();
-                    *self.objects.write() = buffer;
+                self.listed_once = true;
+                if let Some(mut first) = self.first.take() {
+                    first.shrink_to_fit();
+                    *self.objects.write() = first;
+                }
+                if let Some(listed) = self.listed.take() {
+                    let mut objects = self.objects.write();
+                    objects.retain(|key, _| listed.contains(key));
+                    objects.shrink_to_fit();
                 }
             }
         }
@@ -283,5 +308,65 @@ impl<K: AnyObject> Hot<K> {
         if let Some(object) = self.reader.get(&key) {
             writer.apply_watcher_event(&watcher::Event::Delete(object.as_ref().clone()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
+
+    fn config_map(name: &str, value: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.namespace = Some("default".into());
+        cm.data = Some([("v".to_owned(), value.to_owned())].into());
+        cm
+    }
+
+    fn value(objects: &CompactObjects<ConfigMap>, name: &str) -> Option<String> {
+        objects
+            .get(Some("default"), name)?
+            .data
+            .as_ref()?
+            .get("v")
+            .cloned()
+    }
+
+    #[test]
+    fn the_first_list_is_swapped_in_and_a_relist_stores_at_once() {
+        let objects = CompactObjects::<ConfigMap>::new();
+        let mut writer = CompactWriter::new(objects.clone());
+        writer.apply_watcher_event(&Init);
+        writer.apply_watcher_event(&InitApply(config_map("a", "1")));
+        writer.apply_watcher_event(&InitApply(config_map("b", "a&b<c>ü")));
+        assert_eq!(objects.len(), 0, "the first list is not in yet");
+        writer.apply_watcher_event(&InitDone);
+        assert_eq!(value(&objects, "b").as_deref(), Some("a&b<c>ü"));
+        writer.apply_watcher_event(&Apply(config_map("a", "2")));
+        assert_eq!(value(&objects, "a").as_deref(), Some("2"));
+        // A relist after a gap: `a` was deleted, `c` created.
+        writer.apply_watcher_event(&Init);
+        writer.apply_watcher_event(&InitApply(config_map("c", "1")));
+        assert_eq!(value(&objects, "c").as_deref(), Some("1"), "stored at once");
+        writer.apply_watcher_event(&InitApply(config_map("b", "3")));
+        writer.apply_watcher_event(&InitDone);
+        let mut keys = objects.keys();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                (Some("default".to_owned()), "b".to_owned()),
+                (Some("default".to_owned()), "c".to_owned())
+            ]
+        );
+        writer.apply_watcher_event(&Delete(config_map("b", "3")));
+        assert!(!objects.holds(Some("default"), "b"));
+        assert_eq!(
+            objects.decoding().0,
+            3,
+            "each of the three reads decoded a copy"
+        );
     }
 }

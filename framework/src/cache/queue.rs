@@ -222,17 +222,20 @@ struct Shared<K> {
     lazy: Option<Lazy<K>>,
 }
 
+/// A callback on an object's namespace and name.
+type ByKey<T> = Box<dyn Fn(Option<&str>, &str) -> T + Send + Sync>;
+
 /// What a compact cache's queue is given to hand out objects it holds by
-/// key: each callback gets the object's namespace and name.
+/// key.
 pub(crate) struct Lazy<K> {
     /// The copy to hand out, put in the controller's store; `None` for
     /// an object the cache no longer holds.
-    pub(crate) load: Box<dyn Fn(Option<&str>, &str) -> Option<Arc<K>> + Send + Sync>,
+    pub(crate) load: ByKey<Option<Arc<K>>>,
     /// Takes the object out of the controller's store: its reconcile
     /// ended.
-    pub(crate) evict: Box<dyn Fn(Option<&str>, &str) + Send + Sync>,
+    pub(crate) evict: ByKey<()>,
     /// Whether the cache holds the object.
-    pub(crate) holds: Box<dyn Fn(Option<&str>, &str) -> bool + Send + Sync>,
+    pub(crate) holds: ByKey<bool>,
 }
 
 impl<K> Shared<K> {

@@ -195,12 +195,13 @@ impl ManagerBuilder {
         self
     }
 
-    /// How the shared watch caches hold their objects (default
-    /// [`CacheLayout::Decoded`]: typed, as kube-runtime's store).
-    /// [`CacheLayout::Compact`] keeps each as compact JSON, a fraction of
-    /// the memory, and decodes a copy for each read: for a controller of
-    /// many objects that reconciles few at a time. See "Memory" in the
-    /// book for the figures.
+    /// How the shared watch caches hold their objects. The default,
+    /// [`CacheLayout::Compact`], keeps each as compact JSON, a fraction of
+    /// the memory, and decodes a copy for each read (a controller takes,
+    /// `Context::cached`, a re-read); [`CacheLayout::Decoded`] keeps them
+    /// typed, as kube-runtime's store does, and reads cost nothing: for a
+    /// reconciler that scans the whole store often. The book's "The
+    /// shared cache and memory" has the figures.
     pub fn with_cache_layout(mut self, layout: CacheLayout) -> Self {
         self.cache_layout = layout;
         self

@@ -595,13 +595,22 @@ async fn the_context_reads_its_cache_first_then_the_server() -> Result<()> {
     let cached_key = format!("{}/cached", ns.name());
     assert!(eventually(WAIT, || async { has(&selected_seen, &cached_key) }).await);
 
+    let store = ctx.store().expect("the controller's cache");
+    let (decoded, _) = store.decoding();
     // ANCHOR: get
     let from_cache = ctx.get(Some(ns.name()), "cached").await?;
     // ANCHOR_END: get
+    // Read from the compact cache (the default): one copy decoded from
+    // it, and the same object as the cache's.
+    assert_eq!(
+        store.decoding().0,
+        decoded + 1,
+        "ctx.get decoded the cache's copy"
+    );
     let in_cache = ctx.cached(Some(ns.name()), "cached").expect("cached");
     assert!(
-        from_cache.is_some_and(|got| Arc::ptr_eq(&got, &in_cache)),
-        "the cache's own copy, no request"
+        from_cache.is_some_and(|got| got.as_ref() == in_cache.as_ref()),
+        "the cache's copy, no request"
     );
     assert!(ctx.cached(Some(ns.name()), "outside").is_none());
     let outside = ctx.get(Some(ns.name()), "outside").await?;

@@ -1,8 +1,9 @@
-//! The compact cache layout on the real control plane: controllers whose
-//! cache holds each object as JSON reconcile every object, through
+//! The cache layouts on the real control plane: controllers whose cache
+//! holds each object as JSON (the default) reconcile every object, through
 //! requeues they schedule themselves, and their writes lose nothing while
 //! another client writes the same objects (`strict`, `guarded`, `update`),
-//! with values holding `&`, `<` and non-ASCII text.
+//! with values holding `&`, `<` and non-ASCII text; so do those of a
+//! cache of typed objects.
 //!
 //! ```text
 //! cargo test -p concord-tests --test framework compact::
@@ -69,9 +70,10 @@ impl Reconciler<ConfigMap> for Rounds {
     }
 }
 
-async fn compact_manager(
+async fn manager_in(
     ns: &TestNamespace,
     strategy: &str,
+    layout: CacheLayout,
 ) -> Result<(Manager, tempfile::TempPath)> {
     let mut config = tempfile::Builder::new()
         .prefix("concord-compact-")
@@ -87,7 +89,7 @@ async fn compact_manager(
         .with_client(ns.client())
         .with_args(ManagerArgs::new().with_config(&config))
         .with_signal_handling(false)
-        .with_cache_layout(CacheLayout::Compact)
+        .with_cache_layout(layout)
         .build()
         .await?;
     // ANCHOR_END: layout
@@ -97,7 +99,7 @@ async fn compact_manager(
 /// Runs the controller on [`OBJECTS`] ConfigMaps under `strategy` while
 /// another client writes each [`OTHERS`] times, and checks every write of
 /// both is stored.
-async fn race(env: &TestEnv, strategy: &'static str) -> Result<()> {
+async fn race(env: &TestEnv, strategy: &'static str, layout: CacheLayout) -> Result<()> {
     let ns = env.namespace().await?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let names: Vec<String> = (0..OBJECTS).map(|i| format!("compact-{i}")).collect();
@@ -108,7 +110,7 @@ async fn race(env: &TestEnv, strategy: &'static str) -> Result<()> {
         )
         .await?;
     }
-    let (mut manager, _config) = compact_manager(&ns, strategy).await?;
+    let (mut manager, _config) = manager_in(&ns, strategy, layout).await?;
     let reconciles = Arc::new(Mutex::new(HashMap::new()));
     manager.add_controller(
         "rounds",
@@ -121,7 +123,7 @@ async fn race(env: &TestEnv, strategy: &'static str) -> Result<()> {
     let store = manager
         .context::<ConfigMap>()
         .store()
-        .context("a compact cache's store")?;
+        .context("the cache's store")?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -214,9 +216,24 @@ async fn race(env: &TestEnv, strategy: &'static str) -> Result<()> {
 async fn a_compact_caches_controllers_write_everything_and_lose_nothing() -> Result<()> {
     let env = TestEnv::shared()?;
     let (strict, guarded, update) = tokio::join!(
-        race(env, "strict"),
-        race(env, "guarded"),
-        race(env, "update"),
+        race(env, "strict", CacheLayout::Compact),
+        race(env, "guarded", CacheLayout::Compact),
+        race(env, "update", CacheLayout::Compact),
+    );
+    strict?;
+    guarded?;
+    update?;
+    Ok(())
+}
+
+/// The same with typed objects (`CacheLayout::Decoded`, the opt-out).
+#[tokio::test]
+async fn a_decoded_caches_controllers_write_everything_and_lose_nothing() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let (strict, guarded, update) = tokio::join!(
+        race(env, "strict", CacheLayout::Decoded),
+        race(env, "guarded", CacheLayout::Decoded),
+        race(env, "update", CacheLayout::Decoded),
     );
     strict?;
     guarded?;
@@ -260,7 +277,7 @@ async fn a_compact_caches_controller_gets_the_requeues_it_asks_for() -> Result<(
         )
         .await?;
     }
-    let (mut manager, _config) = compact_manager(&ns, "guarded").await?;
+    let (mut manager, _config) = manager_in(&ns, "guarded", CacheLayout::Compact).await?;
     let ticks = Arc::new(Mutex::new(HashMap::new()));
     manager.add_controller("ticks", maps.clone(), Ticks(ticks.clone()), |c| c);
     let stop = manager.shutdown_handle();
