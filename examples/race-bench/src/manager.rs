@@ -289,12 +289,17 @@ pub(crate) async fn run(
         let writes = latencies.len().max(1) as f64;
         let latency_us: f64 = latencies.iter().map(|l| f64::from(*l)).sum::<f64>() / writes;
         let per_write = decoding.as_secs_f64() * 1e6 / writes;
-        // Printed above the progress bars, and kept in the run's output.
-        bar.println(format!(
+        let line = format!(
             "{name}: the compact cache decoded {copies} copies in {:.1} ms: {per_write:.1} µs per write, {:.2}% of a write's mean latency ({latency_us:.0} µs)",
             decoding.as_secs_f64() * 1e3,
             100.0 * per_write / latency_us.max(f64::MIN_POSITIVE)
-        ));
+        );
+        // Above the progress bars, or on stderr when they are hidden.
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
     }
     let figures = RoundFigures {
         wall,
