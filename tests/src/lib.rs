@@ -21,6 +21,37 @@ impl<K: concord::Object> Reconciler<K> for Idle {
     }
 }
 
+/// Sends each `(name, patch)` as a merge patch through `api`, `at_once` at
+/// a time, as another client would; the first error.
+///
+/// # Errors
+///
+/// The first request that failed.
+pub async fn merge_patch_all<K>(
+    api: &kube::Api<K>,
+    patches: impl IntoIterator<Item = (String, serde_json::Value)>,
+    at_once: usize,
+) -> Result<(), kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    use futures::StreamExt as _;
+    let params = kube::api::PatchParams::default();
+    let results = futures::stream::iter(patches)
+        .map(|(name, patch)| {
+            let params = &params;
+            async move {
+                api.patch(&name, params, &kube::api::Patch::Merge(&patch))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .buffer_unordered(at_once)
+        .collect::<Vec<_>>()
+        .await;
+    results.into_iter().collect()
+}
+
 /// Polls `check` every 100 ms until it holds, for at most `limit`; whether
 /// it held.
 pub async fn eventually<F, Fut>(limit: std::time::Duration, mut check: F) -> bool

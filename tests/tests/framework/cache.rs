@@ -24,7 +24,6 @@ use concord::{
 use concord_testenv::faults::{FaultClass, FaultProxy, Faults, Verb as FaultVerb};
 use concord_testenv::{TestEnv, TestNamespace};
 use concord_tests::eventually;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -217,21 +216,12 @@ async fn a_slow_controller_still_reconciles_every_object_at_its_final_version() 
         .await?;
     }
     // Every object changes UPDATES times while its reconciles take 300 ms.
-    let updates =
-        futures::stream::iter((0..UPDATES).flat_map(|n| names.iter().map(move |name| (n, name))))
-            .map(|(n, name)| {
-                let maps = maps.clone();
-                async move {
-                    let patch = json!({"data": {"n": n.to_string()}});
-                    maps.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .map(|_| ())
-                }
-            })
-            .buffer_unordered(8)
-            .collect::<Vec<_>>()
-            .await;
-    updates.into_iter().collect::<Result<Vec<()>, _>>()?;
+    let updates = (0..UPDATES).flat_map(|n| {
+        names
+            .iter()
+            .map(move |name| (name.clone(), json!({"data": {"n": n.to_string()}})))
+    });
+    concord_tests::merge_patch_all(&maps, updates, 8).await?;
 
     let mut finals = BTreeMap::new();
     for name in &names {

@@ -18,11 +18,10 @@ use concord::{
     Action, CacheLayout, Context, Manager, ManagerArgs, Mutation, Reconciler, WriteError,
 };
 use concord_testenv::{TestEnv, TestNamespace};
-use concord_tests::eventually;
-use futures::StreamExt;
+use concord_tests::{eventually, merge_patch_all};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 
 const OBJECTS: usize = 12;
@@ -130,22 +129,12 @@ async fn race(env: &TestEnv, strategy: &'static str, layout: CacheLayout) -> Res
     tokio::time::timeout(Duration::from_secs(30), store.wait_until_ready())
         .await
         .context("the compact cache synced within 30 s")??;
-    let others = futures::stream::iter(
-        (0..OTHERS).flat_map(|n| names.iter().map(move |name| (n, name.clone()))),
-    )
-    .map(|(n, name)| {
-        let maps = maps.clone();
-        async move {
-            let patch = json!({"data": {format!("other-{n}"): VALUE}});
-            maps.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map(|_| ())
-        }
-    })
-    .buffer_unordered(4)
-    .collect::<Vec<_>>()
-    .await;
-    others.into_iter().collect::<Result<Vec<()>, _>>()?;
+    let others = (0..OTHERS).flat_map(|n| {
+        names
+            .iter()
+            .map(move |name| (name.clone(), json!({"data": {format!("other-{n}"): VALUE}})))
+    });
+    merge_patch_all(&maps, others, 4).await?;
 
     let expected: BTreeMap<String, String> = (0..ROUNDS)
         .map(|n| format!("r{n}"))
@@ -212,33 +201,26 @@ async fn race(env: &TestEnv, strategy: &'static str, layout: CacheLayout) -> Res
     Ok(())
 }
 
-#[tokio::test]
-async fn a_compact_caches_controllers_write_everything_and_lose_nothing() -> Result<()> {
+/// [`race`] under `strict`, `guarded` and `update` side by side.
+async fn race_each_strategy(layout: CacheLayout) -> Result<()> {
     let env = TestEnv::shared()?;
     let (strict, guarded, update) = tokio::join!(
-        race(env, "strict", CacheLayout::Compact),
-        race(env, "guarded", CacheLayout::Compact),
-        race(env, "update", CacheLayout::Compact),
+        race(env, "strict", layout),
+        race(env, "guarded", layout),
+        race(env, "update", layout),
     );
-    strict?;
-    guarded?;
-    update?;
-    Ok(())
+    strict.and(guarded).and(update)
+}
+
+#[tokio::test]
+async fn a_compact_caches_controllers_write_everything_and_lose_nothing() -> Result<()> {
+    race_each_strategy(CacheLayout::Compact).await
 }
 
 /// The same with typed objects (`CacheLayout::Decoded`, the opt-out).
 #[tokio::test]
 async fn a_decoded_caches_controllers_write_everything_and_lose_nothing() -> Result<()> {
-    let env = TestEnv::shared()?;
-    let (strict, guarded, update) = tokio::join!(
-        race(env, "strict", CacheLayout::Decoded),
-        race(env, "guarded", CacheLayout::Decoded),
-        race(env, "update", CacheLayout::Decoded),
-    );
-    strict?;
-    guarded?;
-    update?;
-    Ok(())
+    race_each_strategy(CacheLayout::Decoded).await
 }
 
 /// Counts its reconciles of each object and asks for another in 50 ms,
