@@ -97,7 +97,10 @@ pub const WRITES: &[Operation] = &[
 /// reads only labels, annotations, finalizers and owners; a
 /// `concord::view!` struct with `metadata` and the few fields it reads
 /// otherwise (the Kueue example's `PodPhase`). Every strategy writes
-/// exactly from each of them.
+/// exactly from each of them. Whichever it is, the cache holds it as
+/// compact JSON and decodes a copy per reconcile (`concord::CacheLayout`,
+/// the default); `with_cache_layout(CacheLayout::Decoded)` on the manager
+/// builder keeps typed copies, for a reconciler that scans the store.
 #[derive(Debug, Default)]
 pub struct FrigateReconciler;
 
