@@ -67,7 +67,7 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
             "--race-intensity",
             "0.75",
             "--strategies",
-            "lax,strict,update,apply,ceiling,controller-runtime",
+            "lax,strict,update,apply,ceiling,controller-runtime,manager-guarded",
             "--baseline",
             "lax",
         ],
@@ -83,7 +83,13 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
         lax.lost_writes, lax.raced_writes,
         "lax must drop the foreign finalizer of every raced pod: {lax:?}"
     );
-    for safe in ["strict", "update", "apply", "controller-runtime"] {
+    for safe in [
+        "strict",
+        "update",
+        "apply",
+        "controller-runtime",
+        "manager-guarded",
+    ] {
         let r = result(report, safe)?;
         assert_eq!(r.raced_writes, 120, "{safe}: {r:?}");
         assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{safe}: {r:?}");
@@ -109,6 +115,8 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
     assert!(peer.peak_rss_mib.is_some_and(|m| m > 0.0), "{peer:?}");
     assert_eq!(report.stopping, "fixed");
     assert_eq!(report.rounds, 2);
+    // The manager contender ran on the layout a `Manager` has by default.
+    assert_eq!(report.manager_cache.as_deref(), Some("compact"));
     // The costs: every contender, the peer included, sent and received
     // bodies and spent CPU on its writes; the server's CPU is there when its
     // process is known and absent (never 0) otherwise.
@@ -142,7 +150,7 @@ async fn kueue_lax_loses_every_raced_finalizer_and_safe_writers_lose_none() -> a
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json"))?)?;
     let results = json["results"].as_array().context("results is a list")?;
-    assert_eq!(results.len(), 6);
+    assert_eq!(results.len(), 7);
     for r in results {
         for key in [
             "strategy",
@@ -224,6 +232,7 @@ async fn argo_json_index_fails_and_safe_strategies_lose_none() -> anyhow::Result
         assert_eq!((r.lost_writes, r.failed_writes), (0, 0), "{safe}: {r:?}");
     }
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    assert_eq!(report.manager_cache, None, "no manager contender ran");
     Ok(())
 }
 

@@ -297,10 +297,9 @@ pub struct Args {
     #[arg(long)]
     pub server_pid: Option<u32>,
     /// How the `manager-*` contenders' shared cache holds the pods:
-    /// `decoded` (typed; the layout the book's tables were measured in) or
-    /// `compact` (JSON decoded per read, concord's default); with `compact`
-    /// each manager round prints what decoding cost.
-    #[arg(long, value_enum, default_value_t = CacheLayoutArg::Decoded)]
+    /// `compact` (JSON decoded per read, concord's default; each manager
+    /// round prints what decoding cost) or `decoded` (typed objects).
+    #[arg(long, value_enum, default_value_t = CacheLayoutArg::Compact)]
     pub cache_layout: CacheLayoutArg,
 }
 // ANCHOR_END: args
@@ -309,9 +308,9 @@ pub struct Args {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum CacheLayoutArg {
     /// Typed objects.
-    #[default]
     Decoded,
     /// Compact JSON, decoded per read.
+    #[default]
     Compact,
 }
 
@@ -321,6 +320,14 @@ impl CacheLayoutArg {
         match self {
             CacheLayoutArg::Decoded => concord::CacheLayout::Decoded,
             CacheLayoutArg::Compact => concord::CacheLayout::Compact,
+        }
+    }
+
+    /// Its name on the command line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CacheLayoutArg::Decoded => "decoded",
+            CacheLayoutArg::Compact => "compact",
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::Report;
 /// fraction of `ceiling`, latencies, requests and every kind of failure.
 pub fn markdown(report: &Report) -> String {
     let mut out = format!(
-        "race-bench: scenario {}, {} pods per contender in {} rounds of {}{}, {} writers, race {}{}, seed {}\n\n",
+        "race-bench: scenario {}, {} pods per contender in {} rounds of {}{}, {} writers, race {}{}, seed {}{}\n\n",
         report.scenario,
         report.rounds * report.pods_per_round,
         report.rounds,
@@ -34,6 +34,10 @@ pub fn markdown(report: &Report) -> String {
             String::new()
         },
         report.seed,
+        match &report.manager_cache {
+            Some(layout) => format!(", the manager's cache {layout}"),
+            None => String::new(),
+        },
     );
     out.push_str(&costs(report));
     let baseline = report.baseline.as_deref();

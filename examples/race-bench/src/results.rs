@@ -256,6 +256,10 @@ pub struct Report {
     /// The process whose CPU time is `server_cpu_ms_per_write`, if any.
     #[serde(default)]
     pub server_process: Option<String>,
+    /// The `manager-*` contenders' cache layout (`--cache-layout`), when
+    /// one of them ran.
+    #[serde(default)]
+    pub manager_cache: Option<String>,
     /// Pods per contender per round.
     pub pods_per_round: u64,
     /// `lockstep` or `random`.

@@ -260,6 +260,10 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         alpha_per_look: stopping.alpha_per_look(),
         stopped_because: stopped_because.to_owned(),
         server_process,
+        manager_cache: results
+            .iter()
+            .any(|r| r.strategy.starts_with("manager-"))
+            .then(|| args.cache_layout.as_str().to_owned()),
         pods_per_round: u64::from(per_round),
         race: args.race.as_str().to_owned(),
         race_intensity: args.race_intensity,

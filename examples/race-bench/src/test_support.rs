@@ -50,6 +50,7 @@ pub(crate) fn report(results: Vec<StrategyResult>) -> Report {
         alpha_per_look: 0.05,
         stopped_because: "fixed".into(),
         server_process: None,
+        manager_cache: None,
         pods_per_round: 1,
         race: "lockstep".into(),
         race_intensity: 0.75,
