@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
@@ -22,50 +22,55 @@ pub(crate) struct CacheSizes(pub(crate) Arc<Caches>);
 impl Collector for CacheSizes {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let sizes = self.0.sizes();
-        let mut family = encoder.encode_descriptor(
+        per_cache(
+            &mut encoder,
             "concord_cache_objects",
             "Objects held by each shared watch cache, by resource, namespaces watched (empty: all), Rust type held and selector.",
-            None,
-            MetricType::Gauge,
+            &sizes,
+            |size| gauge(size.objects),
         )?;
-        for size in &sizes {
-            let labels = size.labels();
-            let objects = i64::try_from(size.objects).unwrap_or(i64::MAX);
-            ConstGauge::new(objects).encode(family.encode_family(&labels)?)?;
-        }
-        let mut family = encoder.encode_descriptor(
+        per_cache(
+            &mut encoder,
             "concord_cache_json_bytes",
             "The objects of each shared watch cache encoded as compact JSON, in bytes, at the scrape (their size on the wire, not in memory, which is several times larger), by the labels of concord_cache_objects.",
-            None,
-            MetricType::Gauge,
+            &sizes,
+            |size| gauge(size.json_bytes),
         )?;
-        for size in &sizes {
-            let labels = size.labels();
-            let bytes = i64::try_from(size.json_bytes).unwrap_or(i64::MAX);
-            ConstGauge::new(bytes).encode(family.encode_family(&labels)?)?;
-        }
-        let mut family = encoder.encode_descriptor(
+        per_cache(
+            &mut encoder,
             "concord_cache_decodes",
             "Copies a compact shared cache decoded for its readers (0 for a decoded cache), by the labels of concord_cache_objects.",
-            None,
-            MetricType::Counter,
+            &sizes,
+            |size| ConstCounter::new(size.decoding.0),
         )?;
-        for size in &sizes {
-            let labels = size.labels();
-            ConstCounter::new(size.decoding.0).encode(family.encode_family(&labels)?)?;
-        }
-        let mut family = encoder.encode_descriptor(
+        per_cache(
+            &mut encoder,
             "concord_cache_decode_seconds",
             "Seconds a compact shared cache spent decoding copies for its readers, by the labels of concord_cache_objects.",
-            None,
-            MetricType::Counter,
-        )?;
-        for size in &sizes {
-            let labels = size.labels();
-            ConstCounter::new(size.decoding.1).encode(family.encode_family(&labels)?)?;
-        }
-        Ok(())
+            &sizes,
+            |size| ConstCounter::new(size.decoding.1),
+        )
     }
+}
+
+/// A count as a gauge's value (saturating).
+fn gauge(count: impl TryInto<i64>) -> ConstGauge<i64> {
+    ConstGauge::new(count.try_into().unwrap_or(i64::MAX))
+}
+
+/// One metric family, with `sample` of each cache under its labels.
+fn per_cache<M: EncodeMetric + TypedMetric>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    sizes: &[Size],
+    sample: impl Fn(&Size) -> M,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, M::TYPE)?;
+    for size in sizes {
+        sample(size).encode(family.encode_family(&size.labels())?)?;
+    }
+    Ok(())
 }
 
 /// `type_name` without module paths: `ConfigMap`,

@@ -1,8 +1,10 @@
 //! The shared cache's unit tests.
 
+use super::watch::Relists;
 use super::*;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::runtime::watcher;
 
 fn selection(labels: &str) -> Selection {
     Selection::default().with_labels(Some(crate::selector::label_selector(labels).unwrap()))
