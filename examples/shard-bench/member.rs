@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
 use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardHandle,
-    WriteError,
+    Action, CacheLayout, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler,
+    ShardHandle, WriteError,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -53,6 +53,9 @@ pub struct Args {
     /// Retry period, milliseconds.
     #[arg(long)]
     retry_period_ms: u64,
+    /// How the manager's shared cache holds the ConfigMaps.
+    #[arg(long, value_enum, default_value_t)]
+    cache_layout: CacheLayout,
 }
 
 /// Nanoseconds since the Unix epoch on the wall clock.
@@ -130,6 +133,7 @@ pub async fn run(args: Args) -> Result<()> {
     let mut manager = Manager::builder(&args.name)
         .with_args(args.manager)
         .with_leader_election_config(timings)
+        .with_cache_layout(args.cache_layout)
         .build()
         .await?;
     let api: Api<ConfigMap> = Api::namespaced(manager.client().clone(), &args.namespace);

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use concord::CacheLayout;
 use concord_testenv::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -17,7 +18,7 @@ use kube::api::{Api, DeleteParams, ListParams};
 
 use crate::fleet::create_config_maps;
 use crate::member::wall_ns;
-use crate::procs::{Fleet, Log, Proc, overlaps};
+use crate::procs::{Fleet, Log, Proc, layout_name, overlaps};
 use crate::tables::{self, Figures, Sample};
 use crate::{placement, stats::secs};
 
@@ -45,6 +46,9 @@ pub struct Args {
     /// How long each reconcile holds its object, milliseconds.
     #[arg(long, default_value_t = 2)]
     pub hold_ms: u64,
+    /// How each replica's shared cache holds the ConfigMaps.
+    #[arg(long, value_enum, default_value_t)]
+    pub cache_layout: CacheLayout,
     /// Directory the Markdown tables are written to (the book includes
     /// them from `book/src/scaling-out`).
     #[arg(long, default_value = "target/shard-bench/report")]
@@ -221,6 +225,7 @@ pub async fn run(args: Args) -> Result<()> {
         lease_duration: args.lease_duration,
         renew_deadline_ms: args.renew_deadline_ms,
         retry_period_ms: args.retry_period_ms,
+        cache_layout: args.cache_layout,
         log: log.clone(),
     };
     let hash = fleet("shard-bench", "hash");
@@ -284,6 +289,7 @@ pub async fn run(args: Args) -> Result<()> {
         renew_deadline: Duration::from_millis(args.renew_deadline_ms),
         retry_period: Duration::from_millis(args.retry_period_ms),
         hold: Duration::from_millis(args.hold_ms),
+        cache_layout: layout_name(args.cache_layout),
         leaves,
         crashes,
         joins,

@@ -42,6 +42,8 @@ pub struct Figures {
     pub renew_deadline: Duration,
     pub retry_period: Duration,
     pub hold: Duration,
+    /// `--cache-layout`: how each replica's cache held the objects.
+    pub cache_layout: String,
     pub leaves: Vec<Sample>,
     pub crashes: Vec<Sample>,
     pub joins: Vec<Duration>,
@@ -120,10 +122,11 @@ impl Figures {
 
     fn settings(&self) -> String {
         format!(
-            "lease duration {} s, renew deadline {} s, retry period {} s",
+            "lease duration {} s, renew deadline {} s, retry period {} s, caches {}",
             secs(Some(self.lease_duration)),
             secs(Some(self.renew_deadline)),
-            secs(Some(self.retry_period))
+            secs(Some(self.retry_period)),
+            self.cache_layout
         )
     }
 }

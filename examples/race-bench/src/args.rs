@@ -299,38 +299,10 @@ pub struct Args {
     /// How the `manager-*` contenders' shared cache holds the pods:
     /// `compact` (JSON decoded per read, concord's default; each manager
     /// round prints what decoding cost) or `decoded` (typed objects).
-    #[arg(long, value_enum, default_value_t = CacheLayoutArg::Compact)]
-    pub cache_layout: CacheLayoutArg,
+    #[arg(long, value_enum, default_value_t)]
+    pub cache_layout: concord::CacheLayout,
 }
 // ANCHOR_END: args
-
-/// `--cache-layout`: [`concord::CacheLayout`] on the command line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum CacheLayoutArg {
-    /// Typed objects.
-    Decoded,
-    /// Compact JSON, decoded per read.
-    #[default]
-    Compact,
-}
-
-impl CacheLayoutArg {
-    /// concord's own value.
-    pub const fn layout(self) -> concord::CacheLayout {
-        match self {
-            CacheLayoutArg::Decoded => concord::CacheLayout::Decoded,
-            CacheLayoutArg::Compact => concord::CacheLayout::Compact,
-        }
-    }
-
-    /// Its name on the command line.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CacheLayoutArg::Decoded => "decoded",
-            CacheLayoutArg::Compact => "compact",
-        }
-    }
-}
 
 /// Parse a race intensity: a share from 0 to 1.
 fn intensity(text: &str) -> Result<f64, String> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use clap::ValueEnum as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::Api;
@@ -263,7 +264,12 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         manager_cache: results
             .iter()
             .any(|r| r.strategy.starts_with("manager-"))
-            .then(|| args.cache_layout.as_str().to_owned()),
+            .then(|| {
+                args.cache_layout
+                    .to_possible_value()
+                    .map(|value| value.get_name().to_owned())
+                    .unwrap_or_default()
+            }),
         pods_per_round: u64::from(per_round),
         race: args.race.as_str().to_owned(),
         race_intensity: args.race_intensity,
@@ -472,7 +478,7 @@ async fn through_manager(
         foreign,
         bar: bar.clone(),
         timeout: WRITE_PHASE_TIMEOUT,
-        layout: s.args.cache_layout.layout(),
+        layout: s.args.cache_layout,
         name,
     };
     let (mut figures, counts) = manager::run(job, workload).await?;

@@ -36,11 +36,14 @@ use crate::AnyObject;
 /// How a manager's shared caches hold their objects, set with
 /// [`ManagerBuilder::with_cache_layout`](crate::ManagerBuilder::with_cache_layout).
 ///
+/// A benchmark or an operator may take it on its command line
+/// (`clap::ValueEnum`: `compact`, `decoded`).
+///
 /// ```
 /// use concord::CacheLayout;
 /// assert_eq!(CacheLayout::default(), CacheLayout::Compact);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum CacheLayout {
     /// Typed objects, as kube-runtime's store holds them: a read hands out
     /// the stored copy itself (an `Arc`), at no cost.
