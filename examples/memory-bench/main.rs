@@ -29,7 +29,8 @@ use clap::Parser as _;
 use concord_memory_bench::operator::{self, OperatorArgs};
 use concord_memory_bench::{Args, CountingAlloc};
 
-/// Counts allocations for the operator's allocations per reconcile.
+/// Counts allocations for the operator's allocations per reconcile, and
+/// the heap it holds.
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc::new();
 
@@ -54,7 +55,7 @@ async fn main() -> ExitCode {
     concord_race_bench::init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Operator(args)) => operator::run(args, || ALLOC.allocations()).await,
+        Some(Command::Operator(args)) => operator::run(args, &ALLOC).await,
         None => match concord_memory_bench::run(&cli.bench).await {
             Ok(report) => {
                 println!("{}", concord_memory_bench::table(&report));

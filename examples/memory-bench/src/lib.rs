@@ -43,7 +43,7 @@ mod status;
 mod widget;
 
 #[doc(inline)]
-pub use alloc::CountingAlloc;
+pub use alloc::{CountingAlloc, Heap};
 #[doc(inline)]
 pub use args::Args;
 #[doc(inline)]

@@ -48,6 +48,14 @@ pub struct RunFigures {
     /// when `peak_reset` (VmHWM was reset after the first reading),
     /// else of the whole life.
     pub written: Figure,
+    /// KiB the process's allocator held at the synced reading (concord
+    /// only: 0 for the Go peer): the steady state of a synced cache.
+    pub synced_heap_kib: u64,
+    /// The most the allocator held from the start to the synced reading
+    /// (concord only): the peak of the initial list.
+    pub list_heap_peak_kib: u64,
+    /// KiB the allocator held at the written reading (concord only).
+    pub written_heap_kib: u64,
     /// Whether VmHWM could be reset between the phases.
     pub peak_reset: bool,
     /// The peak over the whole life: the larger VmHWM.
@@ -171,6 +179,9 @@ pub(crate) async fn round(
         sync_s,
         synced,
         written,
+        synced_heap_kib: before.heap_kib,
+        list_heap_peak_kib: before.heap_peak_kib,
+        written_heap_kib: after.heap_kib,
         peak_reset,
         lifetime_hwm_kib: synced.hwm_kib.max(written.hwm_kib),
         write_pass_s,

@@ -23,6 +23,7 @@ use kube::{Client, ResourceExt};
 
 use concord_examples::kueue::PodPhase;
 
+use crate::alloc::CountingAlloc;
 use crate::objects::{Kind, ROUND, WANT};
 use crate::status::Status;
 use crate::widget::Widget;
@@ -201,13 +202,13 @@ impl CopyWant {
     }
 }
 
-/// Runs the operator until SIGTERM; `allocations` reads the process's
-/// counting allocator.
+/// Runs the operator until SIGTERM; `allocator` is the process's global
+/// allocator, whose counts the status line reports.
 ///
 /// # Errors
 ///
 /// When the manager cannot be built or fails.
-pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result<()> {
+pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyhow::Result<()> {
     let mut manager_args = ManagerArgs::new()
         .with_config(CONFIG)
         .with_metrics_bind_address("127.0.0.1:0")
@@ -246,7 +247,7 @@ pub async fn run(args: OperatorArgs, allocations: fn() -> u64) -> anyhow::Result
             add_controller::<PartialObjectMeta<Widget>>(m, c, a, reconciler, s)?
         }
     };
-    let reporter = tokio::spawn(report(size, synced, counters, allocations));
+    let reporter = tokio::spawn(report(size, synced, counters, allocator));
     let result = manager.run().await;
     reporter.abort();
     Ok(result?)
@@ -292,19 +293,23 @@ async fn report(
     size: Size,
     synced: Arc<AtomicBool>,
     counters: Arc<Counters>,
-    allocations: fn() -> u64,
+    allocator: &'static CountingAlloc,
 ) {
+    let kib = |bytes: usize| u64::try_from(bytes / 1024).unwrap_or(u64::MAX);
     loop {
         let (cached, decode_us) = size();
+        let heap = allocator.heap();
         let status = Status {
             cached: cached as u64,
             synced: synced.load(Relaxed),
             reconciles: counters.reconciles.load(Relaxed),
             writes: counters.writes.load(Relaxed),
             failed: counters.failed.load(Relaxed),
-            allocs: allocations(),
+            allocs: allocator.allocations(),
             reconcile_us: counters.reconcile_us.load(Relaxed),
             decode_us,
+            heap_kib: kib(heap.live),
+            heap_peak_kib: kib(heap.peak),
         };
         println!("{status}");
         tokio::time::sleep(TICK).await;

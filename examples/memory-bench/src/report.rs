@@ -145,12 +145,13 @@ impl Report {
                 if values.is_empty() {
                     continue;
                 }
+                let (median, min, max) = median_min_max(&values);
                 self.spreads.push(Spread {
                     operator: operator.to_owned(),
                     figure: figure.to_owned(),
-                    median: median(&values),
-                    min: values.iter().copied().fold(f64::INFINITY, f64::min),
-                    max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    median,
+                    min,
+                    max,
                 });
             }
             if RATIOS.contains(&figure) {
@@ -176,6 +177,15 @@ impl Report {
     }
 }
 
+/// The median, the smallest and the largest of `values`.
+fn median_min_max(values: &[f64]) -> (f64, f64, f64) {
+    (
+        median(values),
+        values.iter().copied().fold(f64::INFINITY, f64::min),
+        values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
 /// Where `interval` lies against `bound`: `words[0]` wholly below it,
 /// `words[1]` wholly above, else `undecided`.
 pub(crate) fn side(interval: &Interval, bound: f64, words: [&'static str; 2]) -> &'static str {
@@ -193,7 +203,7 @@ pub(crate) fn run_line(r: &RunFigures) -> String {
     format!(
         "round {} {:<18} synced in {:>5.1} s: VmHWM {:>6.1} MiB, VmRSS {:>6.1} MiB | \
          {} of {} written in {:>5.1} s ({} writes, {} failed, {} reconciles, {:.0} allocations each): \
-         VmHWM {:>6.1} MiB{}, VmRSS {:>6.1} MiB",
+         VmHWM {:>6.1} MiB{}, VmRSS {:>6.1} MiB{}",
         r.round,
         r.operator,
         r.sync_s,
@@ -209,6 +219,16 @@ pub(crate) fn run_line(r: &RunFigures) -> String {
         mib(r.written.hwm_kib),
         if r.peak_reset { " (write pass)" } else { "" },
         mib(r.written.rss_kib),
+        if r.synced_heap_kib > 0 {
+            format!(
+                " | heap: list peak {:.1} MiB, synced {:.1} MiB, written {:.1} MiB",
+                mib(r.list_heap_peak_kib),
+                mib(r.synced_heap_kib),
+                mib(r.written_heap_kib)
+            )
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -307,6 +327,7 @@ pub fn table(report: &Report) -> String {
                 100.0 * decode / reconcile.max(f64::MIN_POSITIVE)
             );
         }
+        out.push_str(&list_peak(report));
     }
     if let Some(hold) = &report.hold {
         out.push_str(&crate::hold::table(hold));
@@ -315,6 +336,33 @@ pub fn table(report: &Report) -> String {
         out.push_str(&crate::burst::table(burst));
     }
     out
+}
+
+/// The line on concord's heap through its initial list: the allocator's
+/// peak from the start to the synced reading against what it held then,
+/// median (min–max) over the rounds. Empty when no round reported it.
+fn list_peak(report: &Report) -> String {
+    let concord: Vec<&RunFigures> = report
+        .runs
+        .iter()
+        .filter(|r| r.operator == OPERATORS[0] && r.synced_heap_kib > 0)
+        .collect();
+    if concord.is_empty() {
+        return String::new();
+    }
+    let spread = |read: &dyn Fn(&RunFigures) -> f64| {
+        median_min_max(&concord.iter().map(|r| read(r)).collect::<Vec<_>>())
+    };
+    let (peak, peak_lo, peak_hi) = spread(&|r| mib(r.list_heap_peak_kib));
+    let (held, held_lo, held_hi) = spread(&|r| mib(r.synced_heap_kib));
+    let (ratio, ratio_lo, ratio_hi) =
+        spread(&|r| r.list_heap_peak_kib as f64 / r.synced_heap_kib as f64);
+    format!(
+        "\nconcord's heap (its allocator's live bytes, median (min–max) of rounds): \
+         peak while the cache first filled {peak:.1} MiB ({peak_lo:.1}–{peak_hi:.1}), \
+         held once synced {held:.1} MiB ({held_lo:.1}–{held_hi:.1}); \
+         the initial list's peak is {ratio:.2}× ({ratio_lo:.2}–{ratio_hi:.2}) the steady state\n"
+    )
 }
 
 #[cfg(test)]

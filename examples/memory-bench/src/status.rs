@@ -1,11 +1,12 @@
 //! The status line both operators print on stdout, four times a second:
 //!
 //! ```text
-//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456 reconcile_us=4000000 decode_us=80000
+//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456 reconcile_us=4000000 decode_us=80000 heap_kib=30000 heap_peak_kib=31000
 //! ```
 //!
-//! The last two are concord's only (the Go peer leaves them out: 0): the
-//! time its reconciles took and the time its compact cache spent decoding.
+//! The last four are concord's only (the Go peer leaves them out: 0): the
+//! time its reconciles took, the time its compact cache spent decoding,
+//! and the heap its allocator holds now and at its peak.
 
 use std::fmt;
 
@@ -30,13 +31,18 @@ pub struct Status {
     pub reconcile_us: u64,
     /// Microseconds a compact cache spent decoding copies (concord only).
     pub decode_us: u64,
+    /// KiB the process holds through its allocator now (concord only).
+    pub heap_kib: u64,
+    /// The most `heap_kib` has been since the process started (concord
+    /// only).
+    pub heap_peak_kib: u64,
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "status cached={} synced={} reconciles={} writes={} failed={} allocs={} reconcile_us={} decode_us={}",
+            "status cached={} synced={} reconciles={} writes={} failed={} allocs={} reconcile_us={} decode_us={} heap_kib={} heap_peak_kib={}",
             self.cached,
             self.synced,
             self.reconciles,
@@ -44,7 +50,9 @@ impl fmt::Display for Status {
             self.failed,
             self.allocs,
             self.reconcile_us,
-            self.decode_us
+            self.decode_us,
+            self.heap_kib,
+            self.heap_peak_kib
         )
     }
 }
@@ -67,6 +75,8 @@ impl Status {
             allocs: number("allocs")?,
             reconcile_us: number("reconcile_us").unwrap_or(0),
             decode_us: number("decode_us").unwrap_or(0),
+            heap_kib: number("heap_kib").unwrap_or(0),
+            heap_peak_kib: number("heap_peak_kib").unwrap_or(0),
         })
     }
 }
@@ -86,6 +96,8 @@ mod tests {
             allocs: 99,
             reconcile_us: 7,
             decode_us: 3,
+            heap_kib: 40,
+            heap_peak_kib: 41,
         };
         assert_eq!(Status::parse(&status.to_string()), Some(status));
     }
