@@ -11,7 +11,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use clap::ValueEnum;
 use concord::CacheLayout;
 
 use crate::member::wall_ns;
@@ -139,14 +138,6 @@ fn record(line: &str, replica: usize, state: &Mutex<State>, log: &Log) {
     }
 }
 
-/// `layout` as the command line names it.
-pub fn layout_name(layout: CacheLayout) -> String {
-    layout
-        .to_possible_value()
-        .map(|value| value.get_name().to_owned())
-        .unwrap_or_default()
-}
-
 impl Fleet {
     /// Starts replica `index` and waits until it has printed its member id.
     pub async fn spawn(&self, index: usize) -> Result<Proc> {
@@ -163,7 +154,7 @@ impl Fleet {
             .args(["--lease-duration", &self.lease_duration.to_string()])
             .args(["--renew-deadline-ms", &self.renew_deadline_ms.to_string()])
             .args(["--retry-period-ms", &self.retry_period_ms.to_string()])
-            .args(["--cache-layout", &layout_name(self.cache_layout)])
+            .args(["--cache-layout", self.cache_layout.as_str()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

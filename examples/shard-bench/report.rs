@@ -18,7 +18,7 @@ use kube::api::{Api, DeleteParams, ListParams};
 
 use crate::fleet::create_config_maps;
 use crate::member::wall_ns;
-use crate::procs::{Fleet, Log, Proc, layout_name, overlaps};
+use crate::procs::{Fleet, Log, Proc, overlaps};
 use crate::tables::{self, Figures, Sample};
 use crate::{placement, stats::secs};
 
@@ -289,7 +289,7 @@ pub async fn run(args: Args) -> Result<()> {
         renew_deadline: Duration::from_millis(args.renew_deadline_ms),
         retry_period: Duration::from_millis(args.retry_period_ms),
         hold: Duration::from_millis(args.hold_ms),
-        cache_layout: layout_name(args.cache_layout),
+        cache_layout: args.cache_layout.to_string(),
         leaves,
         crashes,
         joins,

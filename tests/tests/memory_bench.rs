@@ -180,6 +180,13 @@ fn check_runs(report: &Value) -> anyhow::Result<()> {
             "{run}"
         );
     }
+    // concord's allocator reports the heap it held once synced, and a peak
+    // of the initial list that is at least that.
+    let concord = &runs[0];
+    let held = number(concord, "synced_heap_kib")?;
+    assert!(held > 0, "{concord}");
+    assert!(number(concord, "list_heap_peak_kib")? >= held, "{concord}");
+    assert!(number(concord, "written_heap_kib")? > 0, "{concord}");
     assert_eq!(
         report["ratios"].as_array().map(Vec::len),
         Some(3),

@@ -49,8 +49,8 @@ pub struct Args {
     /// object as JSON, decoded per read: `CacheLayout::Compact`, concord's
     /// default) or `decoded` (typed objects). controller-runtime has no
     /// such choice and keeps its cache as `--cache` says.
-    #[arg(long, value_enum, default_value = "compact")]
-    pub layout: crate::operator::Layout,
+    #[arg(long, value_enum, default_value_t)]
+    pub layout: concord::CacheLayout,
     /// After the rounds, the burst: the concord operator with a slow
     /// reconciler (`--burst-sleep-ms`, concurrency 1) while `--events`
     /// annotation updates land on `--burst-pods` objects; its memory

@@ -77,36 +77,6 @@ impl CacheMode {
     }
 }
 
-/// How concord's shared cache holds the objects
-/// ([`CacheLayout`]); controller-runtime has no such choice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Layout {
-    /// Typed objects.
-    Decoded,
-    /// Compact JSON, decoded per read (concord's default).
-    #[default]
-    Compact,
-}
-
-impl Layout {
-    /// The word used on command lines and in reports.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Layout::Decoded => "decoded",
-            Layout::Compact => "compact",
-        }
-    }
-
-    /// concord's own value.
-    pub const fn cache_layout(self) -> CacheLayout {
-        match self {
-            Layout::Decoded => CacheLayout::Decoded,
-            Layout::Compact => CacheLayout::Compact,
-        }
-    }
-}
-
 /// The operator's command line (the harness writes it).
 #[derive(Clone, Debug, clap::Args)]
 pub struct OperatorArgs {
@@ -123,8 +93,8 @@ pub struct OperatorArgs {
     #[arg(long, value_enum, default_value = "full")]
     pub cache: CacheMode,
     /// How concord's cache holds them.
-    #[arg(long, value_enum, default_value = "compact")]
-    pub layout: Layout,
+    #[arg(long, value_enum, default_value_t)]
+    pub layout: CacheLayout,
     /// Reconciles at once.
     #[arg(long, default_value_t = 4)]
     pub concurrency: u16,
@@ -216,7 +186,7 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
     manager_args.kubeconfig = Some(args.kubeconfig.clone());
     let mut manager = Manager::builder("memory-bench")
         .with_args(manager_args)
-        .with_cache_layout(args.layout.cache_layout())
+        .with_cache_layout(args.layout)
         .build()
         .await
         .context("building the manager")?;

@@ -84,7 +84,7 @@ pub struct Report {
     /// The concord operator's cache mode.
     pub cache: CacheMode,
     /// How the concord operator's cache held the objects.
-    pub layout: crate::operator::Layout,
+    pub layout: concord::CacheLayout,
     /// The controller-runtime operator's (differs for `view` only).
     pub peer_cache: CacheMode,
     /// Seconds of settling before each reading.
@@ -293,8 +293,8 @@ pub fn table(report: &Report) -> String {
             report.warmup,
             report.cache.as_str(),
             match report.layout {
-                crate::operator::Layout::Decoded => "",
-                crate::operator::Layout::Compact => " in concord's compact layout",
+                concord::CacheLayout::Decoded => "",
+                concord::CacheLayout::Compact => " in concord's compact layout",
             },
             if report.cache.peer() == report.cache {
                 String::new()
@@ -308,7 +308,7 @@ pub fn table(report: &Report) -> String {
         out.push_str(&tables(&report.spreads, &figures, &report.ratios));
         let failed: u64 = report.runs.iter().map(|r| r.failed).sum();
         let _ = writeln!(out, "\nfailed writes over all rounds: {failed}");
-        if report.layout == crate::operator::Layout::Compact {
+        if report.layout == concord::CacheLayout::Compact {
             let concord: Vec<&RunFigures> = report
                 .runs
                 .iter()

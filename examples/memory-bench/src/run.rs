@@ -10,7 +10,7 @@ use crate::burst;
 use crate::hold::{self, HoldPrograms};
 use crate::measure::{self, RunFigures};
 use crate::objects::{self, Kind};
-use crate::operator::{CacheMode, Layout};
+use crate::operator::CacheMode;
 use crate::report::Report;
 
 /// The Go module of the controller-runtime operator.
@@ -38,7 +38,7 @@ pub(crate) struct Programs {
     pub(crate) peer: PathBuf,
     pub(crate) kubeconfig: PathBuf,
     /// How the concord operator's cache holds the objects.
-    pub(crate) layout: Layout,
+    pub(crate) layout: concord::CacheLayout,
 }
 
 impl Programs {

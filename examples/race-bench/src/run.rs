@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use clap::ValueEnum as _;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::Api;
@@ -264,12 +263,7 @@ pub async fn run(args: &Args) -> anyhow::Result<BenchOutcome> {
         manager_cache: results
             .iter()
             .any(|r| r.strategy.starts_with("manager-"))
-            .then(|| {
-                args.cache_layout
-                    .to_possible_value()
-                    .map(|value| value.get_name().to_owned())
-                    .unwrap_or_default()
-            }),
+            .then(|| args.cache_layout.to_string()),
         pods_per_round: u64::from(per_round),
         race: args.race.as_str().to_owned(),
         race_intensity: args.race_intensity,

@@ -37,13 +37,27 @@ use crate::AnyObject;
 /// [`ManagerBuilder::with_cache_layout`](crate::ManagerBuilder::with_cache_layout).
 ///
 /// A benchmark or an operator may take it on its command line
-/// (`clap::ValueEnum`: `compact`, `decoded`).
+/// (`clap::ValueEnum`) or in a report (`serde`), as the words
+/// [`as_str`](CacheLayout::as_str) gives: `compact`, `decoded`.
 ///
 /// ```
 /// use concord::CacheLayout;
 /// assert_eq!(CacheLayout::default(), CacheLayout::Compact);
+/// assert_eq!(CacheLayout::Decoded.to_string(), "decoded");
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum CacheLayout {
     /// Typed objects, as kube-runtime's store holds them: a read hands out
     /// the stored copy itself (an `Arc`), at no cost.
@@ -54,6 +68,22 @@ pub enum CacheLayout {
     /// of `k8s-openapi`, kube's derive, views and `DynamicObject` do.
     #[default]
     Compact,
+}
+
+impl CacheLayout {
+    /// The word a command line and a report use for it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CacheLayout::Decoded => "decoded",
+            CacheLayout::Compact => "compact",
+        }
+    }
+}
+
+impl std::fmt::Display for CacheLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Namespace and name.
@@ -326,6 +356,25 @@ mod tests {
         cm.metadata.namespace = Some("default".into());
         cm.data = Some([("v".to_owned(), value.to_owned())].into());
         cm
+    }
+
+    #[test]
+    fn a_layout_has_one_word_on_command_lines_in_reports_and_in_text() {
+        use clap::ValueEnum as _;
+        for layout in CacheLayout::value_variants() {
+            let word = layout.as_str();
+            let on_command_line = layout.to_possible_value().expect("a named layout");
+            assert_eq!(on_command_line.get_name(), word);
+            assert_eq!(layout.to_string(), word);
+            assert_eq!(
+                serde_json::to_value(layout).expect("serialises"),
+                serde_json::Value::from(word)
+            );
+            assert_eq!(
+                serde_json::from_value::<CacheLayout>(word.into()).expect("reads back"),
+                *layout
+            );
+        }
     }
 
     fn value(objects: &CompactObjects<ConfigMap>, name: &str) -> Option<String> {
