@@ -2,7 +2,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use concord_featuregates::{Config, FeatureRegistry, StrategyName};
+use concord_featuregates::FeatureRegistry;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::watch;
@@ -16,6 +16,8 @@ use crate::writes::WriteRegistry;
 use crate::{
     CacheLayout, CacheTrim, ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client,
 };
+
+mod webhooks;
 
 /// Builds a [`Manager`]: flags, the author's feature gates, optionally a
 /// client of the caller's making.
@@ -207,78 +209,6 @@ impl ManagerBuilder {
         self
     }
 
-    /// Serves these webhooks over HTTPS on `--webhook-bind-address`, with
-    /// the certificates in `--webhook-cert-dir`, on every replica (leader
-    /// or not) until [`Manager::run`] returns.
-    pub fn with_webhooks(mut self, webhooks: crate::webhook::Webhooks) -> Self {
-        self.webhooks = Some(webhooks);
-        self
-    }
-
-    /// What bounds a client of the webhook server: its header and body read
-    /// timeouts and its connection limit (defaults 10 s, 30 s, 256; see
-    /// [`WebhookLimits`](crate::webhook::WebhookLimits) for the ranges
-    /// accepted). Nothing is clamped: [`build`](Self::build) refuses a
-    /// value out of range. Without webhooks to serve, the limits are unused.
-    ///
-    /// ```no_run
-    /// # async fn demo(webhooks: concord::webhook::Webhooks) -> Result<(), concord::Error> {
-    /// use std::time::Duration;
-    /// use concord::Manager;
-    /// use concord::webhook::WebhookLimits;
-    /// let manager = Manager::builder("widgets")
-    ///     .with_webhooks(webhooks)
-    ///     .with_webhook_limits(
-    ///         WebhookLimits::new()
-    ///             .with_header_read_timeout(Duration::from_secs(2))
-    ///             .with_max_connections(64),
-    ///     )
-    ///     .build()
-    ///     .await?;
-    /// # let _ = manager;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn with_webhook_limits(mut self, limits: crate::webhook::WebhookLimits) -> Self {
-        self.webhook_limits = limits;
-        self
-    }
-
-    /// Makes the webhook server's certificates instead of reading
-    /// `--webhook-cert-dir`, as `--webhook-cert-managed` does (set here, it
-    /// holds whatever [`with_args`](Self::with_args) says): a CA kept in a
-    /// Secret of the manager's namespace, created if absent and shared by
-    /// every replica; a serving certificate for the webhook Service signed
-    /// by it, hot-swapped when renewed; the CA (with the one it replaced,
-    /// while that one's certificates may be in service) written into the
-    /// `caBundle` of the configurations and CRD conversions `webhooks`
-    /// registers, and nowhere else. `/readyz` passes its `webhooks` check
-    /// once that bundle is written.
-    ///
-    /// The writes go through the strategy table (operation `other`); the
-    /// identity needs [`Permissions::managed_webhook_certificates`](crate::Permissions::managed_webhook_certificates).
-    ///
-    /// ```no_run
-    /// # async fn demo(webhooks: concord::webhook::Webhooks) -> Result<(), concord::Error> {
-    /// use concord::Manager;
-    /// use concord::webhook::ManagedCertificates;
-    /// let manager = Manager::builder("widgets")
-    ///     .with_webhooks(webhooks)
-    ///     .with_managed_webhook_certificates(ManagedCertificates::new("widgets-webhook"))
-    ///     .build()
-    ///     .await?;
-    /// # let _ = manager;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn with_managed_webhook_certificates(
-        mut self,
-        certificates: crate::webhook::ManagedCertificates,
-    ) -> Self {
-        self.managed_certificates = Some(certificates);
-        self
-    }
-
     /// Loads the configuration, resolves the strategy table, connects, and
     /// binds the metrics and health endpoints; or, with `--explain` (or
     /// `--explain-yaml`), returns the effective gates and strategy table with
@@ -346,18 +276,22 @@ impl ManagerBuilder {
     /// [`WebhookError::Limits`](crate::webhook::WebhookError::Limits) when
     /// a [`with_webhook_limits`](Self::with_webhook_limits) value is out of
     /// range.
-    pub async fn build(self) -> Result<Manager, Error> {
+    pub async fn build(mut self) -> Result<Manager, Error> {
         if self.args.wants_explain() {
             return Err(Error::ExplainRequested);
         }
-        let config = self.args.load_config(self.registry)?;
+        let registry = std::mem::replace(&mut self.registry, FeatureRegistry::new());
+        let config = self.args.load_config(registry)?;
         // Checked before anything connects, so a bad value fails at once.
         self.webhook_limits.validate()?;
         super::checks::check_sharding(&self.args, &config)?;
         if self.args.shards.is_on() {
             sharding::validate(&self.leader)?;
         }
-        warn_if_unsafe_for_replicas(&config, self.args.leader_elect || self.args.shards.is_on());
+        super::checks::warn_if_unsafe_for_replicas(
+            &config,
+            self.args.leader_elect || self.args.shards.is_on(),
+        );
 
         let metrics_at = parse_bind("--metrics-bind-address", &self.args.metrics_bind_address)?;
         let health_at = parse_bind(
@@ -365,7 +299,7 @@ impl ManagerBuilder {
             &self.args.health_probe_bind_address,
         )?;
         let counters = Arc::new(ClientCounters::default());
-        let (client, kube_config) = match (self.client, self.kube_config) {
+        let (client, kube_config) = match (self.client.take(), self.kube_config.take()) {
             (Some(client), _) => (client, None),
             (None, Some(kube_config)) => (
                 throttle_aware_client(kube_config.clone(), counters.clone()).map_err(|e| {
@@ -428,59 +362,7 @@ impl ManagerBuilder {
             Some(at) => Some(bind(at, "health probes").await?),
             None => None,
         };
-        // Webhooks: bound now so that a bad certificate fails the build.
-        let managed = self.managed_certificates.clone().or_else(|| {
-            self.args
-                .webhook_cert_managed
-                .clone()
-                .map(crate::webhook::ManagedCertificates::new)
-        });
-        let (webhook_server, cert_rotator) = match (
-            self.webhooks,
-            parse_bind("--webhook-bind-address", &self.args.webhook_bind_address)?,
-            managed,
-        ) {
-            (Some(webhooks), Some(at), Some(options)) if !webhooks.is_empty() => {
-                let namespace = options.namespace.clone().unwrap_or_else(pod_namespace);
-                let rotator = crate::webhook::certs::CertRotator::start(
-                    &options,
-                    &namespace,
-                    &self.name,
-                    client.clone(),
-                    &writes,
-                    &webhooks,
-                )
-                .await?;
-                let server = crate::webhook::WebhookServer::bind_with(
-                    at,
-                    rotator.certificate(),
-                    None,
-                    webhooks,
-                )
-                .await?
-                .try_with_limits(self.webhook_limits)?;
-                (Some(server), Some(rotator))
-            }
-            (_, _, Some(_)) => {
-                return Err(
-                    crate::webhook::WebhookError::ManagedCertificateSettings(vec![
-                        "no webhook is served to make certificates for: register webhooks with \
-                     with_webhooks and give a --webhook-bind-address other than 0"
-                            .to_owned(),
-                    ])
-                    .into(),
-                );
-            }
-            (Some(webhooks), Some(at), None) if !webhooks.is_empty() => (
-                Some(
-                    crate::webhook::WebhookServer::bind(at, &self.args.webhook_cert_dir, webhooks)
-                        .await?
-                        .try_with_limits(self.webhook_limits)?,
-                ),
-                None,
-            ),
-            _ => (None, None),
-        };
+        let (webhook_server, cert_rotator) = self.bind_webhooks(&client, &writes).await?;
         if let Some(server) = &webhook_server {
             metrics.register_collector(server.metrics().collector());
         }
@@ -599,29 +481,4 @@ fn with_default_election_id(mut args: ManagerArgs, name: &str) -> ManagerArgs {
         args.leader_election_id = name.to_owned();
     }
     args
-}
-
-fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
-    if leader_elect {
-        return;
-    }
-    let table = config.strategies();
-    for row in table
-        .rows()
-        .iter()
-        .chain(std::iter::once(table.default_row()))
-    {
-        let strategies = row.strategies();
-        for operation in concord_featuregates::Operation::ALL {
-            if strategies.strategy(operation) == StrategyName::Locked {
-                tracing::warn!(
-                    resource = row.resource().unwrap_or("(default)"),
-                    %operation,
-                    "the `locked` strategy only orders writes inside one process: run a single replica \
-                     with --leader-elect, or choose `strict`, `update` or `apply`"
-                );
-                return;
-            }
-        }
-    }
 }

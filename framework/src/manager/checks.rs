@@ -75,6 +75,33 @@ fn cells(config: &Config, strategy: StrategyName) -> Vec<String> {
     found
 }
 
+/// Warns when `locked` is chosen anywhere while several replicas may write
+/// (no leader election): it orders writes inside one process only.
+pub(super) fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
+    if leader_elect {
+        return;
+    }
+    let table = config.strategies();
+    for row in table
+        .rows()
+        .iter()
+        .chain(std::iter::once(table.default_row()))
+    {
+        let strategies = row.strategies();
+        for operation in Operation::ALL {
+            if strategies.strategy(operation) == StrategyName::Locked {
+                tracing::warn!(
+                    resource = row.resource().unwrap_or("(default)"),
+                    %operation,
+                    "the `locked` strategy only orders writes inside one process: run a single replica \
+                     with --leader-elect, or choose `strict`, `update` or `apply`"
+                );
+                return;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use concord_featuregates::{ConfigLoader, FeatureRegistry, register_framework_gates};

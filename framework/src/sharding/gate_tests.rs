@@ -1,0 +1,194 @@
+//! The gate's unit tests.
+
+use std::time::Duration;
+
+use super::*;
+
+fn gate(me: &str) -> Arc<ShardGate> {
+    let gate = Arc::new(ShardGate::new(me.into()));
+    gate.set_fence(Instant::now() + Duration::from_secs(60));
+    gate
+}
+
+fn key_owned_by(view: &View, member: &str) -> String {
+    (0..)
+        .map(|i| format!("ns/k{i}"))
+        .find(|k| view.owns(member, k))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_new_owner_waits_for_the_old_owner_to_acknowledge() {
+    let alone = View::new(["a".to_owned()]);
+    let both = View::new(["a".to_owned(), "b".to_owned()]);
+    let key = key_owned_by(&both, "b");
+    let b = gate("b");
+    b.observed(
+        both.clone(),
+        vec![Peer {
+            id: "a".into(),
+            acked: alone.clone(),
+        }],
+        vec![],
+    );
+    let claim = b.next_claim();
+    b.claimed(&claim);
+    // Our write must be followed by a fresh read of the peers.
+    assert!(b.try_start(0, &key).is_none());
+    b.observed(
+        both.clone(),
+        vec![Peer {
+            id: "a".into(),
+            acked: alone,
+        }],
+        vec![],
+    );
+    assert!(b.try_start(0, &key).is_none(), "a still claims the key");
+    b.observed(
+        both.clone(),
+        vec![Peer {
+            id: "a".into(),
+            acked: both,
+        }],
+        vec![],
+    );
+    assert!(b.try_start(0, &key).is_some());
+}
+
+#[test]
+fn the_old_owner_acknowledges_only_after_draining() {
+    let alone = View::new(["a".to_owned()]);
+    let both = View::new(["a".to_owned(), "b".to_owned()]);
+    let moving = key_owned_by(&both, "b");
+    let a = gate("a");
+    a.observed(alone.clone(), vec![], vec![]);
+    let first = a.next_claim();
+    a.claimed(&first);
+    a.observed(alone.clone(), vec![], vec![]);
+    let running = a.try_start(0, &moving).expect("a owns every key alone");
+    a.observed(
+        both.clone(),
+        vec![Peer {
+            id: "b".into(),
+            acked: View::default(),
+        }],
+        vec![],
+    );
+    assert!(
+        a.try_start(0, &moving).is_none(),
+        "no new start of a lost key"
+    );
+    assert_eq!(a.next_claim(), alone, "cannot acknowledge while draining");
+    drop(running);
+    assert_eq!(a.next_claim(), both);
+}
+
+#[test]
+fn restoring_a_lapsed_fence_offers_the_keys_again() {
+    let a = Arc::new(ShardGate::new("a".into()));
+    let before = *a.wake.borrow();
+    a.set_fence(Instant::now() + Duration::from_secs(60));
+    let after = *a.wake.borrow();
+    assert!(after > before, "a restored fence wakes the controllers");
+    a.set_fence(Instant::now() + Duration::from_secs(61));
+    assert_eq!(
+        *a.wake.borrow(),
+        after,
+        "a fence that never lapsed does not"
+    );
+}
+
+#[test]
+fn a_live_member_of_another_configuration_stops_every_start() {
+    let alone = View::new(["a".to_owned()]);
+    let a = gate("a");
+    a.observed(alone.clone(), vec![], vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    a.observed(alone.clone(), vec![], vec!["ring-0badc0de-b".into()]);
+    assert!(a.try_start(0, "ns/x").is_none(), "it may own any key");
+    a.observed(alone, vec![], vec![]);
+    assert!(
+        a.try_start(0, "ns/x").is_some(),
+        "gone: the ring is ours again"
+    );
+}
+
+#[test]
+fn nothing_starts_past_the_fence() {
+    let alone = View::new(["a".to_owned()]);
+    let a = gate("a");
+    a.observed(alone.clone(), vec![], vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    a.observed(alone, vec![], vec![]);
+    assert!(a.try_start(0, "ns/x").is_some());
+    a.set_fence(Instant::now());
+    assert!(a.try_start(0, "ns/x").is_none());
+}
+
+#[test]
+fn a_wake_offers_the_keys_that_moved_here_or_were_refused_not_those_that_stayed() {
+    let alone = View::new(["a".to_owned()]);
+    let both = View::new(["a".to_owned(), "b".to_owned()]);
+    let kept = key_owned_by(&both, "a");
+    let moving = key_owned_by(&both, "b");
+    let a = gate("a");
+    let seat = a.seat();
+    let other = a.seat();
+    a.observed(alone.clone(), vec![], vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    a.observed(alone.clone(), vec![], vec![]);
+    let keys = || vec![kept.clone(), moving.clone()];
+    // Both reconciled while a owns every key: nothing to offer again.
+    drop(a.try_start(seat, &kept));
+    drop(a.try_start(seat, &moving));
+    assert!(a.offer(seat, keys()).is_empty());
+    assert!(
+        a.offer(other, keys()).is_empty(),
+        "a seat that tried no key leaves them to its queue"
+    );
+    // b joins: `moving` leaves, `kept` stays and is not offered.
+    a.observed(
+        both.clone(),
+        vec![Peer {
+            id: "b".into(),
+            acked: both.clone(),
+        }],
+        vec![],
+    );
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    // Peers unread after our claim: nothing may start, nothing resets.
+    assert!(a.try_start(other, &kept).is_none());
+    assert!(a.offer(seat, keys()).is_empty());
+    a.observed(
+        both.clone(),
+        vec![Peer {
+            id: "b".into(),
+            acked: both,
+        }],
+        vec![],
+    );
+    assert!(a.offer(seat, keys()).is_empty(), "kept stayed handled");
+    // b is gone: `moving` comes back without any event of its own.
+    a.observed(alone.clone(), vec![], vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    a.observed(alone, vec![], vec![]);
+    assert_eq!(a.offer(seat, keys()), vec![moving.clone()]);
+    assert!(a.offer(seat, keys()).is_empty(), "offered once");
+    // A cancelled reconcile is offered again on the next wake, or
+    // requeued by its caller when it may start already.
+    assert!(a.cancelled(seat, &kept), "it may start: requeue it");
+    assert_eq!(a.offer(seat, keys()), vec![kept.clone()]);
+    a.set_fence(Instant::now());
+    assert!(a.try_start(seat, &moving).is_none());
+    a.set_fence(Instant::now() + Duration::from_secs(60));
+    assert_eq!(
+        a.offer(seat, keys()),
+        vec![moving.clone()],
+        "refused while fenced"
+    );
+}
