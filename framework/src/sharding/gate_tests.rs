@@ -17,41 +17,38 @@ fn key_owned_by(view: &View, member: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The one other member, `id`, having acknowledged `acked`.
+fn peer(id: &str, acked: &View) -> Vec<Peer> {
+    vec![Peer {
+        id: id.into(),
+        acked: acked.clone(),
+    }]
+}
+
+/// Member `a` alone in its ring, its claim made and observed.
+fn claimed_alone() -> (View, Arc<ShardGate>) {
+    let alone = View::new(["a".to_owned()]);
+    let a = gate("a");
+    a.observed(alone.clone(), vec![], vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    (alone, a)
+}
+
 #[test]
 fn a_new_owner_waits_for_the_old_owner_to_acknowledge() {
     let alone = View::new(["a".to_owned()]);
     let both = View::new(["a".to_owned(), "b".to_owned()]);
     let key = key_owned_by(&both, "b");
     let b = gate("b");
-    b.observed(
-        both.clone(),
-        vec![Peer {
-            id: "a".into(),
-            acked: alone.clone(),
-        }],
-        vec![],
-    );
+    b.observed(both.clone(), peer("a", &alone), vec![]);
     let claim = b.next_claim();
     b.claimed(&claim);
     // Our write must be followed by a fresh read of the peers.
     assert!(b.try_start(0, &key).is_none());
-    b.observed(
-        both.clone(),
-        vec![Peer {
-            id: "a".into(),
-            acked: alone,
-        }],
-        vec![],
-    );
+    b.observed(both.clone(), peer("a", &alone), vec![]);
     assert!(b.try_start(0, &key).is_none(), "a still claims the key");
-    b.observed(
-        both.clone(),
-        vec![Peer {
-            id: "a".into(),
-            acked: both,
-        }],
-        vec![],
-    );
+    b.observed(both.clone(), peer("a", &both), vec![]);
     assert!(b.try_start(0, &key).is_some());
 }
 
@@ -66,14 +63,7 @@ fn the_old_owner_acknowledges_only_after_draining() {
     a.claimed(&first);
     a.observed(alone.clone(), vec![], vec![]);
     let running = a.try_start(0, &moving).expect("a owns every key alone");
-    a.observed(
-        both.clone(),
-        vec![Peer {
-            id: "b".into(),
-            acked: View::default(),
-        }],
-        vec![],
-    );
+    a.observed(both.clone(), peer("b", &View::default()), vec![]);
     assert!(
         a.try_start(0, &moving).is_none(),
         "no new start of a lost key"
@@ -100,11 +90,7 @@ fn restoring_a_lapsed_fence_offers_the_keys_again() {
 
 #[test]
 fn a_live_member_of_another_configuration_stops_every_start() {
-    let alone = View::new(["a".to_owned()]);
-    let a = gate("a");
-    a.observed(alone.clone(), vec![], vec![]);
-    let claim = a.next_claim();
-    a.claimed(&claim);
+    let (alone, a) = claimed_alone();
     a.observed(alone.clone(), vec![], vec!["ring-0badc0de-b".into()]);
     assert!(a.try_start(0, "ns/x").is_none(), "it may own any key");
     a.observed(alone, vec![], vec![]);
@@ -116,11 +102,7 @@ fn a_live_member_of_another_configuration_stops_every_start() {
 
 #[test]
 fn nothing_starts_past_the_fence() {
-    let alone = View::new(["a".to_owned()]);
-    let a = gate("a");
-    a.observed(alone.clone(), vec![], vec![]);
-    let claim = a.next_claim();
-    a.claimed(&claim);
+    let (alone, a) = claimed_alone();
     a.observed(alone, vec![], vec![]);
     assert!(a.try_start(0, "ns/x").is_some());
     a.set_fence(Instant::now());
@@ -150,27 +132,13 @@ fn a_wake_offers_the_keys_that_moved_here_or_were_refused_not_those_that_stayed(
         "a seat that tried no key leaves them to its queue"
     );
     // b joins: `moving` leaves, `kept` stays and is not offered.
-    a.observed(
-        both.clone(),
-        vec![Peer {
-            id: "b".into(),
-            acked: both.clone(),
-        }],
-        vec![],
-    );
+    a.observed(both.clone(), peer("b", &both), vec![]);
     let claim = a.next_claim();
     a.claimed(&claim);
     // Peers unread after our claim: nothing may start, nothing resets.
     assert!(a.try_start(other, &kept).is_none());
     assert!(a.offer(seat, keys()).is_empty());
-    a.observed(
-        both.clone(),
-        vec![Peer {
-            id: "b".into(),
-            acked: both,
-        }],
-        vec![],
-    );
+    a.observed(both.clone(), peer("b", &both), vec![]);
     assert!(a.offer(seat, keys()).is_empty(), "kept stayed handled");
     // b is gone: `moving` comes back without any event of its own.
     a.observed(alone.clone(), vec![], vec![]);
