@@ -17,7 +17,7 @@ use crate::writes::WriteRegistry;
 impl ManagerBuilder {
     /// Serves these webhooks over HTTPS on `--webhook-bind-address`, with
     /// the certificates in `--webhook-cert-dir`, on every replica (leader
-    /// or not) until [`Manager::run`] returns.
+    /// or not) until [`Manager::run`](crate::Manager::run) returns.
     pub fn with_webhooks(mut self, webhooks: crate::webhook::Webhooks) -> Self {
         self.webhooks = Some(webhooks);
         self
