@@ -1,11 +1,11 @@
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use concord_featuregates::{FeatureGates, Operation, StrategyName};
 use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Written};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::core::ApiResource;
+use kube::core::{ApiResource, ClusterResourceScope};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -257,20 +257,53 @@ where
     ///
     /// # Errors
     ///
-    /// See [`concord_strategies::Error`]: `Rejected` when the API server
-    /// refuses the apply, `UnsupportedMutation` if the configuration could
-    /// choose another strategy (the loader refuses that).
+    /// See [`concord_strategies::Error`]: `InvalidOwner`, before anything
+    /// is sent, when `child` names another namespace than `owner`'s or is
+    /// cluster-scoped while `owner` is namespaced (the garbage collector
+    /// would delete it); `Rejected` when the API server refuses the apply;
+    /// `UnsupportedMutation` if the configuration could choose another
+    /// strategy (the loader refuses that).
     pub async fn apply_owned<C>(&self, owner: &K, child: C) -> Result<C, WriteError>
     where
         C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
-        let child = self.owned_by(owner, child);
+        self.apply(self.owned_by(owner, child)?).await
+    }
+
+    /// Creates or updates `object` as given, with one forced server-side
+    /// apply under this operator's field manager, and no owner reference
+    /// (for an object nothing should garbage-collect, or one whose owner
+    /// references the caller set itself). Fields another manager set and
+    /// `object` leaves out are kept.
+    ///
+    /// It goes through the same strategy table cell as
+    /// [`apply_owned`](Self::apply_owned): the `apply-owned` operation of
+    /// the object's resource, served by `apply` alone.
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::ConfigMap>) -> Result<(), concord::strategies::Error> {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// let mut settings = ConfigMap::default();
+    /// settings.metadata.name = Some("settings".into());
+    /// settings.metadata.namespace = Some("default".into());
+    /// settings.data = Some([("mode".to_owned(), "fast".to_owned())].into());
+    /// let stored = ctx.apply(settings).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`apply_owned`](Self::apply_owned).
+    pub async fn apply<C>(&self, object: C) -> Result<C, WriteError>
+    where
+        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
+    {
         let written = self
             .registry
             .writer::<C>(&())
-            .write(&child, &Intent::ApplyOwned.into())
+            .write(&object, &Intent::ApplyOwned.into())
             .await?;
-        stored(written, &child)
+        stored(written, &object)
     }
 
     /// Creates `object` with one `POST`, through the strategy table's
@@ -311,12 +344,13 @@ where
     ///
     /// # Errors
     ///
-    /// As [`create`](Self::create).
+    /// `InvalidOwner` as for [`apply_owned`](Self::apply_owned), before
+    /// anything is sent; otherwise as [`create`](Self::create).
     pub async fn create_owned<C>(&self, owner: &K, child: C) -> Result<C, WriteError>
     where
         C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
-        self.create(&self.owned_by(owner, child)).await
+        self.create(&self.owned_by(owner, child)?).await
     }
 
     /// Deletes the object `copy` was read as — a cached copy, a view or a
@@ -347,18 +381,44 @@ where
     }
 
     /// `child` with a controller owner reference to `owner` (replacing one
-    /// to the same uid) and, when it names none, the owner's namespace.
-    fn owned_by<C: Resource>(&self, owner: &K, mut child: C) -> C {
+    /// to the same uid) and, when it is namespaced and names none, the
+    /// owner's namespace; an error naming the rule when the garbage
+    /// collector would not honour the reference.
+    fn owned_by<C>(&self, owner: &K, mut child: C) -> Result<C, WriteError>
+    where
+        C: Resource<DynamicType = ()> + 'static,
+    {
+        let cluster_child = is_cluster_scoped::<C>();
+        if !cluster_child && child.meta().namespace.is_none() {
+            child.meta_mut().namespace = owner.namespace();
+        }
+        let owner_namespace = owner.namespace();
+        if let Some(rule) = owner_rule(
+            owner_namespace.as_deref(),
+            cluster_child,
+            child.namespace().as_deref(),
+        ) {
+            let owner = match owner_namespace {
+                Some(ns) => format!("{ns}/{}", owner.name_any()),
+                None => owner.name_any(),
+            };
+            return Err(WriteError::InvalidOwner {
+                object: concord_strategies::ObjectKey::new(
+                    ApiResource::erase::<C>(&()).plural,
+                    child.namespace().as_deref(),
+                    child.name_any(),
+                ),
+                owner,
+                rule,
+            });
+        }
         if let Some(reference) = owner.controller_owner_ref(&self.dyntype) {
             child
                 .owner_references_mut()
                 .retain(|r| r.uid != reference.uid);
             child.owner_references_mut().push(reference);
         }
-        if child.meta().namespace.is_none() {
-            child.meta_mut().namespace = owner.namespace();
-        }
-        child
+        Ok(child)
     }
 
     /// Publishes a Kubernetes Event about `object`. Failures are logged, not
@@ -393,7 +453,47 @@ where
     })
 }
 
+/// Whether `C` is a cluster-scoped resource type.
+fn is_cluster_scoped<C: Resource + 'static>() -> bool {
+    TypeId::of::<C::Scope>() == TypeId::of::<ClusterResourceScope>()
+}
+
+/// The rule an owner in `owner_namespace` (`None`: cluster-scoped) of a
+/// child (cluster-scoped, or in `child_namespace`) breaks, if any. The
+/// garbage collector resolves a namespaced owner in its child's own
+/// namespace only, and finds none for a cluster-scoped child: it would
+/// take the owner for gone and delete the child.
+fn owner_rule(
+    owner_namespace: Option<&str>,
+    cluster_child: bool,
+    child_namespace: Option<&str>,
+) -> Option<&'static str> {
+    let owner_namespace = owner_namespace?;
+    if cluster_child {
+        return Some("a namespaced owner cannot own a cluster-scoped object");
+    }
+    (child_namespace != Some(owner_namespace))
+        .then_some("an owner must be in its child's namespace (cross-namespace owner references are deleted by the garbage collector)")
+}
+
 /// A controller owner reference to `owner`, or `None` when it has no uid yet.
 pub fn owner_reference<K: Resource<DynamicType = ()>>(owner: &K) -> Option<OwnerReference> {
     owner.controller_owner_ref(&())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_rule;
+
+    #[test]
+    fn owner_rule_refuses_what_the_garbage_collector_would_delete() {
+        // A cluster-scoped owner may own anything.
+        assert_eq!(owner_rule(None, true, None), None);
+        assert_eq!(owner_rule(None, false, Some("b")), None);
+        // A namespaced owner: its own namespace only, never a cluster-scoped child.
+        assert_eq!(owner_rule(Some("a"), false, Some("a")), None);
+        assert!(owner_rule(Some("a"), false, Some("b")).is_some());
+        assert!(owner_rule(Some("a"), true, None).is_some());
+        assert!(owner_rule(Some("a"), false, None).is_some());
+    }
 }

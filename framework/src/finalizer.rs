@@ -47,7 +47,10 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
 /// Runs the finalizer lifecycle around `handler`:
 ///
 /// - a live object without `finalizer` gets it added (through the strategy
-///   configured for `add-finalizer`) and is reconciled again on the change;
+///   configured for `add-finalizer`), then goes on to
+///   `handler(Lifecycle::Apply)` with the stored copy in the same call — it
+///   never waits for the watch to bring the finalizer's change back, which
+///   a predicate may filter;
 /// - a live object with it goes to `handler(Lifecycle::Apply)`;
 /// - an object being deleted goes to `handler(Lifecycle::Cleanup)`, and when
 ///   that succeeds the finalizer is removed (through the strategy configured
@@ -58,7 +61,13 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
 ///
 /// The finalizer is only removed after a successful cleanup, and only our
 /// entry: other finalizers survive whenever the configured strategy is a
-/// safe one (`strict`, `update`, `apply`, or `locked` within one process).
+/// safe one (`strict`, `update`, `guarded`, `apply`, or `locked` within one
+/// process).
+///
+/// No predicate strands an object: a new object is reconciled in the call
+/// that adds the finalizer, and the start of an object's deletion while it
+/// carries finalizers passes every [`Predicate`](crate::Predicate), so its
+/// cleanup runs whatever filter the controller was built with.
 ///
 /// # Errors
 ///
@@ -79,13 +88,24 @@ where
     let deleting = object.meta().deletion_timestamp.is_some();
     match (deleting, ours) {
         (false, false) => {
-            ctx.add_finalizer(&object, finalizer)
+            let written = ctx
+                .add_finalizer(&object, finalizer)
                 .await
                 .map_err(|source| FinalizerError::AddFinalizer {
                     finalizer: finalizer.to_owned(),
                     source,
                 })?;
-            Ok(Action::await_change())
+            // Reconcile the stored copy now rather than wait for the watch
+            // to bring the finalizer's own change back: a predicate (a
+            // generation one, or any of the author's) may well drop that
+            // metadata-only event, and the object would wait for its next
+            // spec change.
+            match written.object {
+                Some(stored) => handler(Lifecycle::Apply(Arc::new(stored)))
+                    .await
+                    .map_err(FinalizerError::Handler),
+                None => Ok(Action::await_change()),
+            }
         }
         (false, true) => handler(Lifecycle::Apply(object))
             .await

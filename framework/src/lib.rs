@@ -11,7 +11,7 @@
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
-//! | [`CacheLayout`] | how the shared watch caches hold objects: typed (the default) or as compact JSON decoded on each read |
+//! | [`CacheLayout`] | how the shared watch caches hold objects: as compact JSON decoded on each read (the default) or typed (`decoded`) |
 //! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
 //! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |

@@ -15,7 +15,8 @@ type Test<K> = dyn Fn(Option<&K>, &K) -> bool + Send + Sync;
 /// Predicates compose with [`and`](Self::and) and [`or`](Self::or); they
 /// filter watch events only: a requeue the reconciler asked for
 /// ([`Action::requeue`](crate::Action::requeue)) and a retry after an
-/// error are never filtered.
+/// error are never filtered, and neither is the start of a deletion of an
+/// object that holds a finalizer (see [`passes`](Self::passes)).
 ///
 /// ```
 /// use concord::Predicate;
@@ -102,10 +103,27 @@ impl<K: Resource + 'static> Predicate<K> {
         Predicate::new(move |old, new| (self.0)(old, new) || (other.0)(old, new))
     }
 
-    /// Whether the change from `old` to `new` is queued.
+    /// Whether the change from `old` to `new` is queued: what the test
+    /// says, except that the start of a deletion of an object carrying
+    /// finalizers always passes.
+    ///
+    /// # Guarantees
+    ///
+    /// A finalizer's cleanup cannot be filtered away: an object whose
+    /// `deletionTimestamp` was just set while it holds a finalizer reaches
+    /// the reconciler whatever the predicate says (a controller-runtime
+    /// predicate that drops it leaves the object terminating for ever).
     pub fn passes(&self, old: Option<&K>, new: &K) -> bool {
-        (self.0)(old, new)
+        deletion_started(old, new) || (self.0)(old, new)
     }
+}
+
+/// Whether `new` began its deletion since `old` (or is first seen
+/// deleting) and holds a finalizer someone must remove.
+fn deletion_started<K: Resource>(old: Option<&K>, new: &K) -> bool {
+    new.meta().deletion_timestamp.is_some()
+        && !new.finalizers().is_empty()
+        && old.is_none_or(|old| old.meta().deletion_timestamp.is_none())
 }
 
 /// Events the predicate refuses: `!Predicate::labels_changed()`.
@@ -139,6 +157,26 @@ mod tests {
         deleted.metadata.deletion_timestamp =
             Some(serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).unwrap());
         assert!(p.passes(Some(&pod(1, "a")), &deleted));
+    }
+
+    #[test]
+    fn no_predicate_filters_the_start_of_a_finalized_deletion() {
+        let nothing = Predicate::<Pod>::new(|_, _| false);
+        let mut deleting = pod(1, "a");
+        deleting.metadata.deletion_timestamp =
+            Some(serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).unwrap());
+        assert!(
+            !nothing.passes(Some(&pod(1, "a")), &deleting),
+            "without a finalizer the predicate decides"
+        );
+        deleting.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+        assert!(nothing.passes(Some(&pod(1, "a")), &deleting));
+        assert!(nothing.passes(None, &deleting));
+        assert!(
+            !nothing.passes(Some(&deleting), &deleting),
+            "only the start of the deletion is forced through"
+        );
+        assert!(!(!Predicate::<Pod>::always()).passes(Some(&deleting), &deleting));
     }
 
     #[test]

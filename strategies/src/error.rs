@@ -132,6 +132,19 @@ pub enum Error {
         /// Why the combination is refused.
         reason: &'static str,
     },
+    /// An owner reference the garbage collector would act on wrongly: an
+    /// owner in another namespace than its child, or a namespaced owner of
+    /// a cluster-scoped child. The collector treats such an owner as absent
+    /// and deletes the child, so nothing is sent.
+    #[error("{object} cannot be owned by {owner}: {rule}")]
+    InvalidOwner {
+        /// The child that was to be written.
+        object: ObjectKey,
+        /// The owner, as `namespace/name` or `name`.
+        owner: String,
+        /// The rule the pair breaks.
+        rule: &'static str,
+    },
 }
 
 impl Error {

@@ -22,8 +22,19 @@ impl Manager {
     /// [`Error::LeaderElection`] when the lease is lost; the controllers are
     /// stopped gracefully first.
     pub async fn run(mut self) -> Result<(), Error> {
-        let findings =
-            super::table_check::findings(self.config.strategies(), &self.writes.resources());
+        let written = self.writes.resources();
+        let table = self.config.strategies();
+        // Only a row that matches no watched resource needs the server's list.
+        let served = if table
+            .rows()
+            .iter()
+            .all(|row| written.iter().any(|resource| row.matches(resource)))
+        {
+            None
+        } else {
+            super::table_check::served(&self.client).await
+        };
+        let findings = super::table_check::findings(table, &written, served.as_deref());
         super::table_check::report(&findings);
         // The endpoints answer probes and scrapes through the shutdown
         // grace period and stop when `run` returns (the senders drop).

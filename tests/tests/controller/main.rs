@@ -13,4 +13,5 @@ mod exact_support;
 mod api;
 mod context;
 mod dynamic;
+mod first_week;
 mod queue;
