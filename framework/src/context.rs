@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::writes::WriteRegistry;
-use crate::{AnyObject, ResourceWriter, Store};
+use crate::{AnyObject, CacheError, CacheReader, Object, ResourceWriter, Store};
 
 /// What a reconciler gets besides the object: a client, the feature gates,
 /// and writers whose strategy the configuration chose.
@@ -105,6 +105,36 @@ where
     pub fn cached(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
         let key = crate::cache::object_ref::<K>(namespace, name, &self.dyntype);
         self.store()?.get(&key)
+    }
+
+    /// A read handle to every shared cache of the manager: the store of
+    /// any kind a controller, a [`watches`](crate::ControllerBuilder::watches)
+    /// or [`Manager::cache`](crate::Manager::cache) keeps, with its indexes.
+    pub fn caches(&self) -> CacheReader {
+        CacheReader::new(self.registry.caches().clone())
+    }
+
+    /// The manager's shared cache of `C` — any kind, not only this
+    /// controller's — for reads that send no request: `get` by name
+    /// ([`Store::named`]), `list` by namespace and label selector
+    /// ([`Store::list`]), and lookups of its indexes ([`Store::indexed`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::Pod>) -> Result<(), concord::CacheError> {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// let maps = ctx.cache::<ConfigMap>()?;
+    /// let settings = maps.named(Some("default"), "settings");
+    /// let web = maps.list(Some("default"), Some("app=web"))?;
+    /// # let _ = (settings, web);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CacheError::NoCache`] when the manager keeps no cache of `C`:
+    /// nothing falls back to the API server.
+    pub fn cache<C: Object>(&self) -> Result<Store<C>, CacheError> {
+        self.caches().store::<C>()
     }
 
     /// The dynamic type of `K`: `()` for a statically typed resource, the

@@ -178,11 +178,16 @@ where
     (shared.policy)(object.as_ref(), error, attempts)
 }
 
+/// The objects of a controller's kind that another kind's watch events
+/// map to (`ControllerBuilder::watches`).
+pub(crate) type Trigger<K> = futures::stream::BoxStream<'static, ObjectRef<K>>;
+
 pub(crate) fn pending<K, R>(
     cache: Arc<SharedCache<K>>,
     shared: Arc<Shared<K, R>>,
     predicate: Option<Predicate<K>>,
     concurrency: u16,
+    triggers: Vec<Trigger<K>>,
     customize: Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>,
 ) -> Task
 where
@@ -203,6 +208,14 @@ where
                 .with_config(Config::default().concurrency(concurrency));
         let api = cache.api().clone();
         shared.attempts.watch_store(cache.store());
+        // A mapped object goes through the same lookup as a requeue: in a
+        // compact cache, one the queue has not handed out comes back as
+        // missing and is queued, so the queue's bound holds.
+        let controller = if triggers.is_empty() {
+            controller
+        } else {
+            controller.reconcile_on(futures::stream::select_all(triggers))
+        };
         let controller = customize(controller);
         let controller = shard::attach(
             shared.shard.as_ref(),

@@ -77,6 +77,15 @@ pub enum Error {
         "--explain was given: build the manager with `build_or_explain` and print the explanation it returns"
     )]
     ExplainRequested,
+    /// A second index of one name for one type
+    /// ([`Manager::index`](crate::Manager::index)).
+    #[error("an index `{index}` of {type_name} already exists")]
+    DuplicateIndex {
+        /// The index's name.
+        index: String,
+        /// The indexed Rust type.
+        type_name: &'static str,
+    },
     /// A controller's selection, predicate or error policy is invalid or
     /// impossible; the message lists every problem.
     #[error("controller `{controller}` is invalid: {problems}")]

@@ -58,7 +58,9 @@ pub use args::ManagerArgs;
 #[doc(inline)]
 pub use backoff::Backoff;
 #[doc(inline)]
-pub use cache::{CacheLayout, CacheTrim, LAST_APPLIED, Store, StoreStopped};
+pub use cache::{
+    CacheError, CacheLayout, CacheReader, CacheTrim, LAST_APPLIED, Store, StoreStopped,
+};
 #[doc(inline)]
 pub use client::{ClientCounters, throttle_aware_client};
 #[doc(inline)]

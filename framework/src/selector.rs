@@ -181,6 +181,71 @@ pub(crate) fn is_namespace_name(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
+/// A label selector as the API server applies it, for reads of a cache.
+#[derive(Clone, Debug)]
+pub(crate) struct LabelMatcher(Vec<LabelTerm>);
+
+#[derive(Clone, Debug)]
+enum LabelTerm {
+    Equals(String, String),
+    NotEquals(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    Absent(String),
+}
+
+impl LabelMatcher {
+    /// `text` (the syntax of [`label_selector`]); an empty text selects
+    /// everything.
+    pub(crate) fn parse(text: &str) -> Result<Self, Refusal> {
+        if text.trim().is_empty() {
+            return Ok(LabelMatcher(Vec::new()));
+        }
+        let normalised = label_selector(text)?;
+        let mut terms = Vec::new();
+        for term in split_terms(&normalised)? {
+            terms.push(parse_term(&term));
+        }
+        Ok(LabelMatcher(terms))
+    }
+
+    /// Whether `labels` satisfy every term.
+    pub(crate) fn matches(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|term| match term {
+            LabelTerm::Equals(k, v) => labels.get(k) == Some(v),
+            LabelTerm::NotEquals(k, v) => labels.get(k) != Some(v),
+            LabelTerm::In(k, set) => labels.get(k).is_some_and(|v| set.contains(v)),
+            LabelTerm::NotIn(k, set) => labels.get(k).is_none_or(|v| !set.contains(v)),
+            LabelTerm::Exists(k) => labels.contains_key(k),
+            LabelTerm::Absent(k) => !labels.contains_key(k),
+        })
+    }
+}
+
+/// One term of a normalised label selector (checked by [`label_term`]).
+fn parse_term(term: &str) -> LabelTerm {
+    if let Some(key) = term.strip_prefix('!') {
+        return LabelTerm::Absent(key.to_owned());
+    }
+    for (word, negated) in [(" notin ", true), (" in ", false)] {
+        if let Some((key, set)) = term.split_once(word) {
+            let set = set.trim_start_matches('(').trim_end_matches(')');
+            let values = set.split(',').map(str::to_owned).collect();
+            return if negated {
+                LabelTerm::NotIn(key.to_owned(), values)
+            } else {
+                LabelTerm::In(key.to_owned(), values)
+            };
+        }
+    }
+    match split_operator(term) {
+        Some((key, "!=", value)) => LabelTerm::NotEquals(key.to_owned(), value.to_owned()),
+        Some((key, _, value)) => LabelTerm::Equals(key.to_owned(), value.to_owned()),
+        None => LabelTerm::Exists(term.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +296,31 @@ mod tests {
         assert!(!is_namespace_name("Team"));
         assert!(!is_namespace_name(""));
         assert!(!is_namespace_name("-a"));
+    }
+
+    #[test]
+    fn a_label_matcher_selects_as_the_api_server_does() {
+        let labels: std::collections::BTreeMap<String, String> = [("app", "web"), ("env", "b")]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        for (selector, selects) in [
+            ("", true),
+            ("app=web", true),
+            ("app==web", true),
+            ("app!=web", false),
+            ("app!=db", true),
+            ("env in (a,b)", true),
+            ("env notin (a,b)", false),
+            ("tier notin (a)", true),
+            ("app", true),
+            ("!app", false),
+            ("!tier", true),
+            ("app=web,env in (c)", false),
+        ] {
+            let matcher = LabelMatcher::parse(selector).unwrap();
+            assert_eq!(matcher.matches(&labels), selects, "{selector}");
+        }
+        assert!(LabelMatcher::parse("app in (").is_err());
     }
 }

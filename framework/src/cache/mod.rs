@@ -22,8 +22,10 @@
 
 mod compact;
 mod copies;
+mod index;
 mod projection;
 mod queue;
+mod reader;
 mod registry;
 mod selection;
 mod sizes;
@@ -34,7 +36,9 @@ mod watch;
 
 pub use compact::CacheLayout;
 pub(crate) use copies::CachedCopies;
+pub(crate) use index::{Index, Indexes, KeyFn};
 pub(crate) use queue::{Announced, Fairness, Slots};
+pub use reader::{CacheError, CacheReader};
 pub(crate) use registry::Caches;
 pub(crate) use selection::Selection;
 pub(crate) use sizes::CacheSizes;
@@ -58,6 +62,10 @@ use self::compact::{CompactObjects, CompactWriter, Hot};
 use self::queue::{Announcer, Lane, Lazy, queue_with};
 use self::watch::Writer;
 use crate::{AnyObject, Predicate};
+
+/// What [`SharedCache::listen`] calls with each object the watch applied
+/// or deleted.
+pub(crate) type Listener<K> = Box<dyn Fn(&K) + Send + Sync>;
 
 /// The shared cache of one resource type, scope and watch configuration.
 ///
@@ -88,6 +96,10 @@ pub(crate) struct SharedCache<K: AnyObject> {
     changed: Arc<Notify>,
     /// Set once the store holds the first complete list.
     synced: Arc<AtomicBool>,
+    /// The indexes the watch keeps beside the store.
+    indexes: Arc<Indexes<K>>,
+    /// Told of every object the watch applied or deleted, after the store.
+    listeners: Mutex<Vec<Listener<K>>>,
     /// The same, for the waiters of [`Store::wait_until_ready`]; also says
     /// when the watch stopped before.
     sync: tokio::sync::watch::Sender<Synced>,
@@ -128,7 +140,27 @@ impl<K: AnyObject> SharedCache<K> {
             subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
             synced: Arc::default(),
+            indexes: Arc::default(),
+            listeners: Mutex::new(Vec::new()),
             sync: tokio::sync::watch::Sender::new(Synced::Listing),
+        }
+    }
+
+    /// The cache's indexes, kept by its watch.
+    pub(crate) fn indexes(&self) -> &Arc<Indexes<K>> {
+        &self.indexes
+    }
+
+    /// Calls `listener` with every object the watch applies or deletes,
+    /// on the watch's task, once the store holds the change (a relist's
+    /// objects as they come).
+    pub(crate) fn listen(&self, listener: Listener<K>) {
+        lock(&self.listeners).push(listener);
+    }
+
+    fn tell(&self, object: &K) {
+        for listener in lock(&self.listeners).iter() {
+            listener(object);
         }
     }
 
@@ -145,6 +177,7 @@ impl<K: AnyObject> SharedCache<K> {
             self.sync.subscribe(),
             self.check_name(),
         )
+        .with_indexes(self.indexes.clone(), self.dyntype.clone())
     }
 
     /// Turns on once the store holds the first complete list (and stays

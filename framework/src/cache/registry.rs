@@ -12,7 +12,7 @@ use kube::core::ApiResource;
 
 use super::copies::Lookup;
 use super::projection::{Projection, WriterType};
-use super::{CacheLayout, CacheTrim, Selection, SharedCache, Store, lock, sizes};
+use super::{CacheLayout, CacheTrim, Index, KeyFn, Selection, SharedCache, Store, lock, sizes};
 use crate::AnyObject;
 use crate::task::Task;
 
@@ -20,6 +20,9 @@ use crate::task::Task;
 #[derive(Default)]
 pub(crate) struct Caches {
     entries: Mutex<Vec<Entry>>,
+    /// The indexes every cache of a type gets: a `(String, KeyFn<K>)`
+    /// under `K`'s type id.
+    indexers: Mutex<Vec<(TypeId, String, Arc<dyn Any + Send + Sync>)>>,
 }
 
 struct Entry {
@@ -83,6 +86,16 @@ impl Caches {
             layout,
             dyntype.clone(),
         ));
+        for (_, name, keys) in lock(&self.indexers)
+            .iter()
+            .filter(|(type_id, _, _)| *type_id == TypeId::of::<K>())
+        {
+            if let Some(keys) = keys.downcast_ref::<KeyFn<K>>() {
+                cache
+                    .indexes()
+                    .add(Arc::new(Index::new(name.clone(), keys.clone())));
+            }
+        }
         entries.push(Entry {
             type_id: TypeId::of::<K>(),
             type_name: std::any::type_name::<K>(),
@@ -101,6 +114,32 @@ impl Caches {
             copies: cache.clone(),
         });
         (cache.clone(), Some(cache.driver()))
+    }
+
+    /// Indexes every cache of `K`, those to come included, by `keys`
+    /// under `name`; `false` when `K` already has an index of that name.
+    pub(crate) fn index<K: AnyObject>(&self, name: &str, keys: KeyFn<K>) -> bool {
+        let mut indexers = lock(&self.indexers);
+        if indexers
+            .iter()
+            .any(|(type_id, known, _)| *type_id == TypeId::of::<K>() && known == name)
+        {
+            return false;
+        }
+        indexers.push((TypeId::of::<K>(), name.to_owned(), Arc::new(keys.clone())));
+        // Never both locks in this order: `shared` takes `entries` first.
+        drop(indexers);
+        for entry in lock(&self.entries)
+            .iter()
+            .filter(|e| e.type_id == TypeId::of::<K>())
+        {
+            if let Ok(cache) = entry.cache.clone().downcast::<SharedCache<K>>() {
+                cache
+                    .indexes()
+                    .add(Arc::new(Index::new(name.to_owned(), keys.clone())));
+            }
+        }
+        true
     }
 
     /// Each cache's labels and size, for [`CacheSizes`].

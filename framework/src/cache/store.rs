@@ -19,6 +19,7 @@ use kube::runtime::reflector::{self, ObjectRef};
 use tokio::sync::watch;
 
 use super::compact::{CompactObjects, Key};
+use super::{CacheError, Indexes};
 use crate::AnyObject;
 
 /// A shared cache's objects, in either layout.
@@ -105,6 +106,10 @@ pub struct Store<K: AnyObject> {
     inner: Objects<K>,
     sync: watch::Receiver<Synced>,
     name: String,
+    indexes: Arc<Indexes<K>>,
+    /// `K`'s dynamic type, to name indexed objects; `None` for a store
+    /// made without one (it has no index).
+    dyntype: Option<K::DynamicType>,
 }
 
 impl<K: AnyObject> Clone for Store<K> {
@@ -113,6 +118,8 @@ impl<K: AnyObject> Clone for Store<K> {
             inner: self.inner.clone(),
             sync: self.sync.clone(),
             name: self.name.clone(),
+            indexes: self.indexes.clone(),
+            dyntype: self.dyntype.clone(),
         }
     }
 }
@@ -129,7 +136,113 @@ impl<K: AnyObject> fmt::Debug for Store<K> {
 
 impl<K: AnyObject> Store<K> {
     pub(crate) fn new(inner: Objects<K>, sync: watch::Receiver<Synced>, name: String) -> Self {
-        Store { inner, sync, name }
+        Store {
+            inner,
+            sync,
+            name,
+            indexes: Arc::default(),
+            dyntype: None,
+        }
+    }
+
+    /// Reads `indexes`, naming objects with `dyntype`.
+    pub(crate) fn with_indexes(
+        mut self,
+        indexes: Arc<Indexes<K>>,
+        dyntype: K::DynamicType,
+    ) -> Self {
+        self.indexes = indexes;
+        self.dyntype = Some(dyntype);
+        self
+    }
+
+    /// The cache's name, as its readiness check says it (`cache:configmaps`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The cached copy of `name` (in `namespace`, `None` for a
+    /// cluster-scoped object).
+    pub fn named(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        let dyntype = self.dyntype.clone()?;
+        self.inner
+            .get(&super::object_ref(namespace, name, &dyntype))
+    }
+
+    /// Every cached object in `namespace` (every namespace for `None`)
+    /// whose labels `labels` selects (every object for `None`), as
+    /// `kubectl get -l` would select them (`app=web,tier!=db`,
+    /// `env in (a,b)`, `!legacy`). A compact cache decodes only the
+    /// objects of the namespace asked for.
+    ///
+    /// # Errors
+    ///
+    /// [`CacheError::Selector`] when `labels` does not parse.
+    pub fn list(
+        &self,
+        namespace: Option<&str>,
+        labels: Option<&str>,
+    ) -> Result<Vec<Arc<K>>, CacheError> {
+        let matcher = labels
+            .map(|text| {
+                crate::selector::LabelMatcher::parse(text).map_err(|why| CacheError::Selector {
+                    selector: text.to_owned(),
+                    why,
+                })
+            })
+            .transpose()?;
+        let Some(dyntype) = self.dyntype.clone() else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .keys()
+            .into_iter()
+            .filter(|(ns, _)| namespace.is_none() || ns.as_deref() == namespace)
+            .filter_map(|(ns, name)| {
+                self.inner
+                    .get(&super::object_ref(ns.as_deref(), &name, &dyntype))
+            })
+            .filter(|object| matcher.as_ref().is_none_or(|m| m.matches(object.labels())))
+            .collect())
+    }
+
+    /// The objects index `index` files under `key`, by reference: nothing
+    /// is decoded. See [`Manager::index`](crate::Manager::index).
+    ///
+    /// # Errors
+    ///
+    /// [`CacheError::UnknownIndex`] when the cache has no index of that name.
+    pub fn indexed(&self, index: &str, key: &str) -> Result<Vec<ObjectRef<K>>, CacheError> {
+        let found = self
+            .indexes
+            .get(index)
+            .ok_or_else(|| CacheError::UnknownIndex {
+                cache: self.name.clone(),
+                index: index.to_owned(),
+                known: self.indexes.names(),
+            })?;
+        let Some(dyntype) = &self.dyntype else {
+            return Ok(Vec::new());
+        };
+        Ok(found
+            .lookup(key)
+            .into_iter()
+            .map(|(namespace, name)| super::object_ref(namespace.as_deref(), &name, dyntype))
+            .collect())
+    }
+
+    /// The cached copies of what [`indexed`](Self::indexed) names (each
+    /// decoded, in a compact cache).
+    ///
+    /// # Errors
+    ///
+    /// As [`indexed`](Self::indexed).
+    pub fn by_index(&self, index: &str, key: &str) -> Result<Vec<Arc<K>>, CacheError> {
+        Ok(self
+            .indexed(index, key)?
+            .iter()
+            .filter_map(|object| self.inner.get(object))
+            .collect())
     }
 
     /// Returns once the cache holds the watch's first complete list (the

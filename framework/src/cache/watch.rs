@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch as signal;
@@ -85,6 +86,7 @@ impl<K: AnyObject> SharedCache<K> {
                 _ => None,
             };
             writer.apply_watcher_event(&event);
+            self.index(&event);
             let first_list = !self.synced.load(Ordering::Acquire);
             match event {
                 watcher::Event::Apply(object) => {
@@ -134,12 +136,16 @@ impl<K: AnyObject> SharedCache<K> {
                 }
                 let old = self.old(&object);
                 writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+                self.indexes.applied(&index_key(&object), &object);
+                self.tell(&object);
                 self.refresh_hot(&object, false);
                 self.announce(old.as_deref(), object, lane);
             }
             watcher::Event::Delete(object) => {
                 self.refresh_hot(&object, true);
-                writer.apply_watcher_event(&watcher::Event::Delete(object));
+                self.indexes.removed(&index_key(&object));
+                writer.apply_watcher_event(&watcher::Event::Delete(object.clone()));
+                self.tell(&object);
             }
             watcher::Event::InitDone => {
                 let Some(Some(listed)) = relists.listing.get_mut(i).map(Option::take) else {
@@ -177,8 +183,33 @@ impl<K: AnyObject> SharedCache<K> {
         }
     }
 
+    /// Keeps the indexes as the store of a single watch: a list's objects
+    /// are indexed when the store takes them, once it is complete.
+    fn index(&self, event: &watcher::Event<K>) {
+        match event {
+            watcher::Event::Apply(object) => {
+                self.indexes.applied(&index_key(object), object);
+                self.tell(object);
+            }
+            watcher::Event::Delete(object) => {
+                self.indexes.removed(&index_key(object));
+                self.tell(object);
+            }
+            watcher::Event::Init => self.indexes.list_started(),
+            watcher::Event::InitApply(object) => {
+                self.indexes.listed(&index_key(object), object);
+                self.tell(object);
+            }
+            watcher::Event::InitDone => self.indexes.list_done(|(namespace, name)| {
+                self.objects
+                    .contains(&object_ref(namespace.as_deref(), name, &self.dyntype))
+            }),
+        }
+    }
+
     /// Deletes `stale` from the store (a relist no longer listed it).
     fn delete(&self, writer: &mut Writer<K>, stale: &Key) {
+        self.indexes.removed(stale);
         let key = object_ref(stale.0.as_deref(), &stale.1, &self.dyntype);
         match writer {
             Writer::Decoded(writer) => {
@@ -192,6 +223,11 @@ impl<K: AnyObject> SharedCache<K> {
             }
         }
     }
+}
+
+/// An object's place in the store and its indexes.
+fn index_key<K: AnyObject>(object: &K) -> Key {
+    (object.namespace(), object.name_any())
 }
 
 /// The watch's end of a cache's store, in either layout.

@@ -7,7 +7,11 @@ use kube::api::Api;
 use kube::core::NamespaceScope;
 use kube::runtime::controller::{Action, Controller};
 
+use kube::runtime::reflector::ObjectRef;
+
 use super::{Customize, Manager, Parts};
+use crate::cache::{CacheReader, Selection};
+use crate::controller::Trigger;
 use crate::selector::{field_selector, is_namespace_name, label_selector};
 use crate::{AnyObject, Backoff, Error, Object, Predicate, Reconciler};
 
@@ -63,6 +67,7 @@ pub struct ControllerBuilder<'m, K: AnyObject, R: Reconciler<K>> {
     backoff: Option<Backoff>,
     policy: Option<super::Policy<K, R::Error>>,
     concurrency: u16,
+    triggers: Vec<Trigger<K>>,
     customize: Option<Customize<K>>,
 }
 
@@ -147,6 +152,7 @@ impl Manager {
             backoff: None,
             policy: None,
             concurrency: crate::DEFAULT_CONCURRENCY,
+            triggers: Vec::new(),
             customize: None,
         }
     }
@@ -207,6 +213,78 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
     /// slot, new and changed objects first; see the book's "The queue".
     pub fn with_concurrency(mut self, n: u16) -> Self {
         self.concurrency = n;
+        self
+    }
+
+    /// Reconciles the objects `mapper` names whenever the watch of `W`
+    /// applies or deletes an object, as controller-runtime's
+    /// `Watches(obj, handler.EnqueueRequestsFromMapFunc(..))`. The watch
+    /// is the manager's shared cache of `W` for `api` (one per kind and
+    /// scope, shared with any controller of `W` without a selector and
+    /// with [`Manager::cache`], and gated by its own `/readyz` check), and
+    /// `mapper` gets that object and a [`CacheReader`] of every cache, so
+    /// it can look up an [index](Manager::index) of this controller's
+    /// kind rather than decode every object of it.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use concord::{Action, Context, Manager, Reconciler};
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use kube::runtime::reflector::ObjectRef;
+    /// # struct Users;
+    /// # #[concord::async_trait]
+    /// # impl Reconciler<ConfigMap> for Users {
+    /// #     type Error = concord::WriteError;
+    /// #     async fn reconcile(&self, _: Arc<ConfigMap>, _: &Context<ConfigMap>) -> Result<Action, Self::Error> {
+    /// #         Ok(Action::await_change())
+    /// #     }
+    /// # }
+    /// # fn demo(manager: &mut Manager) -> Result<(), concord::Error> {
+    /// // ConfigMaps name the Secret they use in the annotation `secret`.
+    /// manager.index::<ConfigMap>("secret", |map| {
+    ///     map.metadata.annotations.as_ref()
+    ///         .and_then(|a| a.get("secret").cloned()).into_iter().collect()
+    /// })?;
+    /// let maps = kube::Api::<ConfigMap>::all(manager.client().clone());
+    /// let secrets = kube::Api::<Secret>::all(manager.client().clone());
+    /// manager
+    ///     .controller("users", maps, Users)
+    ///     .watches(secrets, |secret: &Secret, caches| {
+    ///         let name = secret.metadata.name.clone().unwrap_or_default();
+    ///         caches.store::<ConfigMap>()
+    ///             .and_then(|maps| maps.indexed("secret", &name))
+    ///             .unwrap_or_default()
+    ///     })
+    ///     .add()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Caveats
+    ///
+    /// `mapper` runs on the watch's task: keep it to cache reads. After a
+    /// watch gap, an object deleted during the gap reaches no mapper (the
+    /// relist only drops it).
+    pub fn watches<W, I>(
+        mut self,
+        api: Api<W>,
+        mapper: impl Fn(&W, &CacheReader) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        W: Object,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        let cache = self
+            .manager
+            .shared_cache(api, Vec::new(), Selection::default(), &());
+        let reader = self.manager.caches();
+        let (sender, receiver) = futures::channel::mpsc::unbounded();
+        cache.listen(Box::new(move |object: &W| {
+            for target in mapper(object, &reader) {
+                // The controller stopped: nobody needs the trigger.
+                let _ = sender.unbounded_send(target);
+            }
+        }));
+        self.triggers.push(Box::pin(receiver));
         self
     }
 
@@ -300,6 +378,7 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             backoff,
             policy: self.policy,
             concurrency: self.concurrency,
+            triggers: self.triggers,
         };
         let customize = self.customize.unwrap_or_else(|| Box::new(|c| c));
         self.manager.install(

@@ -24,6 +24,7 @@ use crate::writes::WriteRegistry;
 use crate::{AnyObject, Context, ManagerArgs, Metrics, Object, Reconciler};
 
 mod builder;
+mod caches;
 mod checks;
 mod connection;
 mod controller_builder;
@@ -37,7 +38,7 @@ pub use controller_builder::ControllerBuilder;
 pub(crate) type Customize<K> = Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>;
 
 /// A controller's selection, predicate and error policy, checked.
-pub(crate) struct Parts<K, E> {
+pub(crate) struct Parts<K: AnyObject, E> {
     pub(crate) labels: Option<String>,
     pub(crate) fields: Option<String>,
     pub(crate) predicate: Option<crate::Predicate<K>>,
@@ -45,9 +46,11 @@ pub(crate) struct Parts<K, E> {
     pub(crate) policy: Option<Policy<K, E>>,
     /// Reconciles at once (0: no limit).
     pub(crate) concurrency: u16,
+    /// The objects other kinds' watch events map to, reconciled as they come.
+    pub(crate) triggers: Vec<crate::controller::Trigger<K>>,
 }
 
-impl<K, E> Default for Parts<K, E> {
+impl<K: AnyObject, E> Default for Parts<K, E> {
     fn default() -> Self {
         Parts {
             labels: None,
@@ -56,6 +59,7 @@ impl<K, E> Default for Parts<K, E> {
             backoff: crate::Backoff::default(),
             policy: None,
             concurrency: crate::DEFAULT_CONCURRENCY,
+            triggers: Vec::new(),
         }
     }
 }
@@ -285,12 +289,6 @@ impl Manager {
         }
         let shard = self.sharding.as_ref().map(Sharding::gate);
         let mut context = self.context_with::<K>(dyntype.clone());
-        // What the cache leaves out, after what this resource's strategies read.
-        let row = self
-            .config
-            .strategies()
-            .for_resource(&crate::writes::resource_key(&resource));
-        let trim = self.cache_trim.for_row(&row);
         // One watch and one store per type, scope and selection, shared by
         // every controller (and re-read) that needs the same objects. A
         // sharded replica's selection (in `label` mode, its shard's label)
@@ -308,20 +306,7 @@ impl Manager {
                 )
             }
         };
-        let (cache, watch) =
-            self.writes
-                .caches()
-                .shared(&api, more, selection, trim, self.cache_layout, &dyntype);
-        if let Some(watch) = watch {
-            let cold = self.args.leader_elect && self.args.cold_standby;
-            self.health.readiness.add_waived(
-                &cache.check_name(),
-                "not synced",
-                cache.synced(),
-                cold.then(|| self.standing_by.clone()),
-            );
-            self.watches.push(watch);
-        }
+        let cache = self.shared_cache(api, more, selection, &dyntype);
         context = context.with_store(cache.store());
         let backoff = parts.backoff;
         let policy = parts.policy.unwrap_or_else(|| {
@@ -341,6 +326,7 @@ impl Manager {
             shared,
             parts.predicate,
             parts.concurrency,
+            parts.triggers,
             customize,
         ));
     }

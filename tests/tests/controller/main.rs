@@ -14,4 +14,5 @@ mod api;
 mod context;
 mod dynamic;
 mod first_week;
+mod mapped;
 mod queue;
