@@ -51,6 +51,7 @@ mod task;
 mod view;
 mod writes;
 
+pub mod testing;
 pub mod webhook;
 
 #[doc(inline)]

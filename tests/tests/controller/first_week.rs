@@ -259,3 +259,63 @@ async fn apply_without_an_owner_creates_updates_and_keeps_another_writers_fields
     assert!(stored.metadata.owner_references.is_none());
     Ok(())
 }
+
+/// Labels every ConfigMap it sees `seen=yes`.
+struct Labeller;
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Labeller {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        map: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        ctx.set_label(&map, "seen", "yes").await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// The test harness: a manager started in one call, a wait that returns
+/// the object once its condition holds and otherwise says what it last
+/// saw, and a graceful stop.
+#[tokio::test]
+async fn the_test_harness_starts_waits_and_stops_a_manager() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    // ANCHOR: harness
+    let client = env.client()?;
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), ns.name());
+    let mut manager = concord::testing::manager("harness", client).await?;
+    manager.add_controller("labeller", maps.clone(), Labeller, |c| c);
+    let running = concord::testing::start(manager);
+    maps.create(&PostParams::default(), &config_map(None, "watched"))
+        .await?;
+    let labelled = concord::testing::wait_for(&maps, "watched", WAIT, "get labelled", |map| {
+        map.labels().get("seen").is_some_and(|v| v == "yes")
+    })
+    .await?;
+    // ANCHOR_END: harness
+    assert_eq!(labelled.name_any(), "watched");
+    let never = concord::testing::wait_for(
+        &maps,
+        "watched",
+        Duration::from_millis(300),
+        "get the label never=set",
+        |map| map.labels().contains_key("never"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        never.contains("did not get the label never=set within")
+            && never.contains("\"seen\":\"yes\"")
+            && never.contains("watched"),
+        "the failure names the object and shows what was last seen: {never}"
+    );
+    maps.delete("watched", &DeleteParams::default()).await?;
+    concord::testing::wait_until_gone(&maps, "watched", WAIT).await?;
+    running.stop().await?;
+    Ok(())
+}
