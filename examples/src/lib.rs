@@ -11,6 +11,7 @@ pub mod argo;
 pub mod deploy;
 pub mod invariants;
 pub mod kueue;
+pub mod mirror;
 pub mod pod_phase;
 pub mod procfs;
 pub mod widgets;

@@ -185,6 +185,12 @@ async fn the_getting_started_script_runs_as_the_book_shows_it() -> Result<()> {
     // Both kinds were reconciled by `cargo run -- --dev`, and the
     // generated test passed.
     assert!(transcript.has("every_sample_becomes_ready_and_is_cleaned_up ... ok"));
+    // A sample of another kind is created beside them, not waited for.
+    assert!(
+        transcript.has("--dev: created ConfigMap default/fleet-settings"),
+        "the ConfigMap sample was seeded"
+    );
+    assert!(!transcript.has("ConfigMap default/fleet-settings is Ready"));
     // The first `generate` wrote deploy/, the second changed nothing.
     let second = transcript
         .lines

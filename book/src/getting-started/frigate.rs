@@ -142,11 +142,18 @@ impl Reconciler<Frigate> for FrigateReconciler {
 }
 
 /// Registers the Frigate controller, watching `namespace` or, without one, every namespace.
-pub fn add_controller(manager: &mut Manager, namespace: Option<&str>) {
+///
+/// # Errors
+///
+/// When the controller's options are invalid (a selector that does not
+/// parse, say), naming every problem.
+pub fn add_controller(manager: &mut Manager, namespace: Option<&str>) -> Result<(), concord::Error> {
     let client = manager.client().clone();
     let api: Api<Frigate> = match namespace {
         Some(namespace) => Api::namespaced(client, namespace),
         None => Api::all(client),
     };
-    manager.add_controller("frigates", api, FrigateReconciler, |controller| controller);
+    // Selectors, predicates, a backoff, watches of other kinds: see the
+    // book's "Reconcilers and context".
+    manager.controller("frigates", api, FrigateReconciler).add()
 }

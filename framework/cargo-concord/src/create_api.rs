@@ -188,7 +188,7 @@ fn register(main: &str, path: &Path, module: &str, resource: &Resource) -> Resul
             &text,
             path,
             "controllers",
-            &[format!("{module}::add_controller(manager, namespace);")],
+            &[format!("{module}::add_controller(manager, namespace)?;")],
         )?;
     }
     Ok(text)

@@ -355,8 +355,8 @@ fn create_api_twice_changes_nothing_and_a_second_kind_adds_a_second_controller()
     for line in [
         "mod frigate;",
         "mod dock_yard;",
-        "frigate::add_controller(manager, namespace);",
-        "dock_yard::add_controller(manager, namespace);",
+        "frigate::add_controller(manager, namespace)?;",
+        "dock_yard::add_controller(manager, namespace)?;",
         ".watches::<frigate::Frigate>()",
         ".watches::<dock_yard::DockYard>()",
     ] {

@@ -38,6 +38,18 @@ cargo concord create api --group "$SECOND_GROUP" --version "$SECOND_VERSION" \
   --kind "$SECOND_KIND" --cluster-scoped
 # ANCHOR_END: second
 
+# ANCHOR: seed
+# A sample of another kind: an object the operator's kinds may read.
+cat > config/samples/settings.yaml <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: fleet-settings
+data:
+  harbour: north & <ü>
+YAML
+# ANCHOR_END: seed
+
 # ANCHOR: run
 cargo run -- --dev    # stop it with Ctrl-C once the samples are Ready
 # ANCHOR_END: run

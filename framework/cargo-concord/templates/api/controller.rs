@@ -76,8 +76,15 @@ impl Reconciler<{{kind}}> for {{kind}}Reconciler {
 }
 
 /// Registers the {{kind}} controller{{namespace_note}}.
-pub fn add_controller(manager: &mut Manager, namespace: Option<&str>) {
+///
+/// # Errors
+///
+/// When the controller's options are invalid (a selector that does not
+/// parse, say), naming every problem.
+pub fn add_controller(manager: &mut Manager, namespace: Option<&str>) -> Result<(), concord::Error> {
     let client = manager.client().clone();
 {{api}}
-    manager.add_controller("{{plural}}", api, {{kind}}Reconciler, |controller| controller);
+    // Selectors, predicates, a backoff, watches of other kinds: see the
+    // book's "Reconcilers and context".
+    manager.controller("{{plural}}", api, {{kind}}Reconciler).add()
 }

@@ -1,6 +1,8 @@
 //! The `--dev` mode and the tests: an embedded control plane, the CRDs
-//! installed on it, the objects of `config/samples` created, and a wait
-//! until each reports the `Ready` condition.
+//! installed on it, the objects of `config/samples` created (of this
+//! operator's kinds, and of any other the server serves, such as a
+//! ConfigMap one of them reads), and a wait until each of this operator's
+//! objects reports the `Ready` condition.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -68,7 +70,8 @@ impl DevCluster {
             println!("--dev: created {sample}");
         }
         tokio::spawn(async move {
-            for sample in samples {
+            // Objects of other kinds are seeds: nothing makes them Ready.
+            for sample in samples.into_iter().filter(|s| s.reconciled) {
                 match sample.wait_ready(&client, Duration::from_secs(300)).await {
                     Ok(message) => println!("--dev: {sample} is Ready: {message}"),
                     Err(error) => println!("--dev: {sample}: {error:#}"),
@@ -118,6 +121,10 @@ pub struct Sample {
     pub namespace: Option<String>,
     /// Its name.
     pub name: String,
+    /// Whether it is of one of this operator's kinds (reconciled, and
+    /// waited for until Ready), rather than an object of another kind it
+    /// was seeded beside.
+    pub reconciled: bool,
 }
 
 impl std::fmt::Display for Sample {
@@ -139,12 +146,16 @@ impl Sample {
     }
 
     /// Waits until the object's `Ready` condition is `True`, and returns
-    /// its message.
+    /// its message; at once for an object of another kind than this
+    /// operator's, which nothing makes Ready.
     ///
     /// # Errors
     ///
     /// When it is not Ready within `limit`.
     pub async fn wait_ready(&self, client: &Client, limit: Duration) -> anyhow::Result<String> {
+        if !self.reconciled {
+            return Ok("seeded, not reconciled by this operator".to_owned());
+        }
         let api = self.api(client);
         let start = Instant::now();
         while start.elapsed() < limit {
@@ -177,12 +188,16 @@ impl Sample {
     }
 }
 
-/// Creates (server-side applies) every object of the YAML files in `dir`;
-/// namespaced ones in `namespace`. Their kinds must be among `crds`.
+/// Creates (server-side applies) every object of the YAML files in `dir`,
+/// in the order of their file names; namespaced ones in `namespace`. A
+/// kind among `crds` is this operator's; any other is looked up in the
+/// API server's discovery (a ConfigMap, a Secret, another operator's
+/// kind), so a sample can come with the objects it reads.
 ///
 /// # Errors
 ///
-/// When a file cannot be read, names a kind not in `crds`, or is refused.
+/// When a file cannot be read, names a kind the server does not serve,
+/// or is refused.
 pub async fn apply_samples(
     client: &Client,
     crds: &[CustomResourceDefinition],
@@ -211,19 +226,35 @@ pub async fn apply_samples(
             .api_version
             .split_once('/')
             .unwrap_or(("", types.api_version.as_str()));
+        let gvk = GroupVersionKind::gvk(group, version, &types.kind);
         let crd = crds
             .iter()
-            .find(|c| c.spec.group == group && c.spec.names.kind == types.kind)
-            .with_context(|| {
-                format!("{}: kind {} is not one of this operator's", file.display(), types.kind)
-            })?;
-        let gvk = GroupVersionKind::gvk(group, version, &types.kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural);
+            .find(|c| c.spec.group == group && c.spec.names.kind == types.kind);
+        let (resource, namespaced) = match crd {
+            Some(crd) => (
+                ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural),
+                crd.spec.scope == "Namespaced",
+            ),
+            None => {
+                let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "{}: the API server serves no kind {} in {}",
+                            file.display(),
+                            types.kind,
+                            types.api_version
+                        )
+                    })?;
+                (resource, capabilities.scope == kube::discovery::Scope::Namespaced)
+            }
+        };
         let sample = Sample {
             file: file.clone(),
             resource,
-            namespace: (crd.spec.scope == "Namespaced").then(|| namespace.to_owned()),
+            namespace: namespaced.then(|| namespace.to_owned()),
             name: object.name_any(),
+            reconciled: crd.is_some(),
         };
         object.metadata.namespace = sample.namespace.clone();
         sample

@@ -79,8 +79,9 @@ fn cluster_permissions(table: &StrategyTable) -> Permissions<'_> {
 
 /// Registers one controller per kind.
 #[allow(unused_variables)] // until `cargo concord create api` adds a controller
-fn add_controllers(manager: &mut Manager, namespace: Option<&str>) {
+fn add_controllers(manager: &mut Manager, namespace: Option<&str>) -> Result<(), concord::Error> {
     // +concord:scaffold:controllers
+    Ok(())
 }
 
 #[tokio::main]
@@ -127,7 +128,7 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    add_controllers(&mut manager, cli.namespace.as_deref());
+    add_controllers(&mut manager, cli.namespace.as_deref())?;
     if let Some(dev) = &dev {
         dev.install_and_report(manager.client().clone(), crds()).await?;
     }
