@@ -99,6 +99,9 @@ pub enum MirrorError {
     /// The shared cache could not answer.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// Listing the copies from the API server failed.
+    #[error("listing the copies failed")]
+    List(#[source] kube::Error),
 }
 
 /// The mirror reconciler.
@@ -117,8 +120,19 @@ impl Reconciler<Mirror> for Mirrors {
             match step {
                 Lifecycle::Apply(mirror) => copy(&mirror, ctx).await,
                 Lifecycle::Cleanup(mirror) => {
+                    // Letting the Mirror go is final: the copies are listed
+                    // from the API server, not the cache, which may not
+                    // hold a copy written a moment ago (the chaos test's
+                    // held watch left one behind when this read the cache).
                     let from = from_value(&mirror);
-                    remove_copies(ctx, &from, &BTreeSet::new()).await?;
+                    let selector = format!("{FROM_LABEL}={from}");
+                    let copies = Api::<ConfigMap>::all(ctx.client().clone())
+                        .list(&kube::api::ListParams::default().labels(&selector))
+                        .await
+                        .map_err(MirrorError::List)?;
+                    for copy in &copies.items {
+                        ctx.delete(copy).await?;
+                    }
                     Ok(Action::await_change())
                 }
             }
@@ -162,7 +176,9 @@ async fn copy(mirror: &Mirror, ctx: &Context<Mirror>) -> Result<Action, MirrorEr
 }
 // ANCHOR_END: reconcile
 
-/// Deletes the copies labelled `from` outside `keep`.
+/// Deletes the copies labelled `from` outside `keep`, as the cache holds
+/// them: a copy it does not hold yet is removed when its own event maps
+/// back to this Mirror.
 async fn remove_copies(
     ctx: &Context<Mirror>,
     from: &str,

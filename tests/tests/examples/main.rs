@@ -6,5 +6,6 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod mirror;
 mod operators;
 mod rbac;
