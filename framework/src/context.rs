@@ -484,7 +484,7 @@ where
 }
 
 /// Whether `C` is a cluster-scoped resource type.
-fn is_cluster_scoped<C: Resource + 'static>() -> bool {
+pub(crate) fn is_cluster_scoped<C: Resource + 'static>() -> bool {
     TypeId::of::<C::Scope>() == TypeId::of::<ClusterResourceScope>()
 }
 

@@ -8,6 +8,7 @@ use kube::core::NamespaceScope;
 use kube::runtime::controller::{Action, Controller};
 
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 
 use super::{Customize, Manager, Parts};
 use crate::cache::{CacheReader, Selection};
@@ -286,6 +287,53 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
         }));
         self.triggers.push(Box::pin(receiver));
         self
+    }
+
+    /// Reconciles the owner of each object of `C` that `api` watches — the
+    /// object its controller owner reference names, when that is of this
+    /// controller's kind — whenever one changes or goes, as
+    /// controller-runtime's `Owns`. The watch is the manager's shared
+    /// cache of `C` (see [`watches`](Self::watches)), which reconcilers
+    /// read through [`Context::cache`](crate::Context::cache).
+    ///
+    /// ```no_run
+    /// # use concord::Manager;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use k8s_openapi::api::apps::v1::Deployment;
+    /// # fn demo(manager: &mut Manager, r: impl concord::Reconciler<Deployment>) -> Result<(), concord::Error> {
+    /// let client = manager.client().clone();
+    /// manager
+    ///     .controller("deployments", kube::Api::<Deployment>::all(client.clone()), r)
+    ///     .owns(kube::Api::<ConfigMap>::all(client))
+    ///     .add()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn owns<C: Object>(self, api: Api<C>) -> Self
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        self.watches(api, |child: &C, _| {
+            child
+                .owner_references()
+                .iter()
+                .filter(|owner| {
+                    owner.controller == Some(true)
+                        && owner.kind == K::kind(&())
+                        && owner.api_version == K::api_version(&())
+                })
+                .map(|owner| {
+                    let key = ObjectRef::<K>::new(&owner.name);
+                    match child.namespace() {
+                        // An owner of the child's kind is in its namespace,
+                        // unless it is cluster-scoped.
+                        Some(namespace) if !crate::context::is_cluster_scoped::<K>() => {
+                            key.within(&namespace)
+                        }
+                        _ => key,
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
     }
 
     /// Hands the kube-runtime [`Controller`] to `customize` to add owned

@@ -200,3 +200,94 @@ async fn mapped_watches_reconcile_the_indexed_owners_and_decode_nothing_else() -
     running.await??;
     Ok(())
 }
+
+/// Counts each gadget's reconciles.
+#[derive(Clone, Default)]
+struct Tally(Arc<Mutex<BTreeMap<String, usize>>>);
+
+#[concord::async_trait]
+impl Reconciler<Gadget> for Tally {
+    type Error = CacheError;
+
+    async fn reconcile(
+        &self,
+        gadget: Arc<Gadget>,
+        _: &Context<Gadget>,
+    ) -> Result<Action, CacheError> {
+        *self.0.lock().unwrap().entry(gadget.name_any()).or_default() += 1;
+        Ok(Action::await_change())
+    }
+}
+
+/// `owns`: a change to a ConfigMap whose controller owner is a gadget
+/// reconciles that gadget, and one to a ConfigMap it does not own does not.
+#[tokio::test]
+async fn an_owned_child_changed_by_another_writer_reconciles_its_owner() -> Result<()> {
+    let env = TestEnv::shared()?;
+    exact_support::install(env).await?;
+    let ns = env.namespace().await?;
+    let gadgets: Api<Gadget> = Api::namespaced(ns.client(), ns.name());
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let mut manager = manager(env.client()?).await;
+    let tally = Tally::default();
+    // ANCHOR: owns
+    manager
+        .controller("gadgets", gadgets.clone(), tally.clone())
+        .owns(maps.clone())
+        .add()?;
+    // ANCHOR_END: owns
+    let ctx = manager.context::<Gadget>();
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    let gadget: Gadget = serde_json::from_value(json!({
+        "apiVersion": "exact.concord.example/v1", "kind": "Gadget",
+        "metadata": {"name": "owner"}, "spec": {"size": 1},
+    }))?;
+    let owner = gadgets.create(&PostParams::default(), &gadget).await?;
+    let count = || tally.0.lock().unwrap().get("owner").copied().unwrap_or(0);
+    assert!(eventually(WAIT, || async { count() >= 1 }).await);
+    let child = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("child".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    ctx.create_owned(&owner, child).await.unwrap();
+    let stranger = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("stranger".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    maps.create(&PostParams::default(), &stranger).await?;
+    // Let the creates' events pass, then count from here.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = count();
+    maps.patch(
+        "stranger",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"data": {"a": "b"}})),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        count(),
+        before,
+        "a ConfigMap the gadget does not own is not mapped to it"
+    );
+    maps.patch(
+        "child",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"data": {"changed": "by another writer"}})),
+    )
+    .await?;
+    assert!(
+        eventually(WAIT, || async { count() > before }).await,
+        "the owner was reconciled after its child changed"
+    );
+    stop.shutdown();
+    running.await??;
+    Ok(())
+}
