@@ -10,7 +10,7 @@
 //! ```text
 //! cargo test -p concord-tests --test strategies exact_values::
 //! ```
-use concord_strategies::{Mutation, StrategyName, Writer, strategy_for};
+use concord_strategies::{Condition, Intent, Mutation, StrategyName, Writer, strategy_for};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
@@ -230,6 +230,66 @@ async fn conditions_keep_fractional_times_and_fields_the_type_lacks() -> anyhow:
             expected["message"] = json!(message);
             let ready = entry(&stored, list, "type", "Ready");
             failures.check(&case, &format!("ours as {ready}"), *ready == expected);
+            let synced = entry(&stored, list, "type", "Synced");
+            failures.check(&case, &format!("theirs as {synced}"), *synced == theirs);
+            if matches!(copy, Copy::StaleTyped | Copy::StaleDynamic) {
+                let raced = entry(&stored, list, "type", "Foreign");
+                failures.check(&case, &format!("the raced as {raced}"), *raced == foreign);
+            }
+        }
+    }
+    failures.assert_none();
+    Ok(())
+}
+
+/// The same conditions changed by the `SetCondition` intent instead of a
+/// closure, so that `apply` serves it too: the other conditions stay byte
+/// for byte under every safe strategy.
+#[tokio::test]
+async fn set_condition_keeps_other_conditions_as_stored() -> anyhow::Result<()> {
+    let ledgers = Ledgers::new().await?;
+    let ours = json!({"type": "Ready", "status": "False", "reason": "Starting",
+        "message": "not yet", "lastTransitionTime": "2026-01-01T00:00:00.5Z"});
+    let theirs = json!({"type": "Synced", "status": "True", "reason": "Fine",
+        "message": "théirs & <ok>", "lastTransitionTime": "2026-01-02T03:04:05.678901Z",
+        "observedGeneration": 1, "severity": "Warning"});
+    let foreign = json!({"type": "Foreign", "status": "True", "reason": "Raced",
+        "message": "ü", "lastTransitionTime": "2026-01-03T00:00:00.123Z", "severity": "Info"});
+    let status = json!({"conditions": [ours, theirs]}).to_string();
+    let race = Race::Insert("/status/conditions", foreign.clone());
+    let mutation = Mutation::from(Intent::SetCondition(Condition {
+        type_: "Ready".into(),
+        status: "False".into(),
+        reason: "Waiting".into(),
+        message: "ours: ünï & <done>".into(),
+    }));
+    let mut failures = Failures::default();
+    for strategy in StrategyName::ALL {
+        if strategy == StrategyName::Lax {
+            continue;
+        }
+        for copy in COPIES {
+            let object = format!("setcondition-{strategy}-{copy:?}").to_lowercase();
+            ledgers.create(&object, "{}", &status).await?;
+            let case = format!("{strategy} from {copy:?}");
+            let written = write(&ledgers, &object, strategy, copy, &mutation, &race).await;
+            if !failures.wrote(&case, written) {
+                continue;
+            }
+            let stored = ledgers.json(&object).await?;
+            let list = "/status/conditions";
+            let ready = entry(&stored, list, "type", "Ready");
+            let time = &ready["lastTransitionTime"];
+            failures.check(
+                &case,
+                &format!("our time as {time}"),
+                *time == ours["lastTransitionTime"],
+            );
+            failures.check(
+                &case,
+                "our message",
+                ready["message"] == "ours: ünï & <done>",
+            );
             let synced = entry(&stored, list, "type", "Synced");
             failures.check(&case, &format!("theirs as {synced}"), *synced == theirs);
             if matches!(copy, Copy::StaleTyped | Copy::StaleDynamic) {
