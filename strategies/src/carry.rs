@@ -355,4 +355,36 @@ mod tests {
             ]})
         );
     }
+
+    /// A type that writes every number as a float and lacks `owner`.
+    fn floats_without_owner(raw: &Value) -> Option<Value> {
+        Some(match raw {
+            Value::Number(n) => json!(n.as_f64()?),
+            Value::Array(list) => {
+                Value::Array(list.iter().filter_map(floats_without_owner).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter(|(k, _)| *k != "owner")
+                    .filter_map(|(k, v)| Some((k.clone(), floats_without_owner(v)?)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        })
+    }
+
+    #[test]
+    fn a_nested_list_is_judged_in_the_type_terms_at_every_depth() {
+        let raw = json!({"groups": [
+            {"name": "g", "owner": "o", "items": [{"n": 1, "owner": "x"}, {"n": 2, "owner": "y"}]},
+        ]});
+        let before = floats_without_owner(&raw).unwrap();
+        let mut after = before.clone();
+        after["groups"][0]["items"][1]["n"] = json!(2.5);
+        let mut changed = raw.clone();
+        apply_change(&mut changed, &before, &after, &floats_without_owner);
+        let mut expected = raw;
+        expected["groups"][0]["items"][1]["n"] = json!(2.5);
+        assert_eq!(changed, expected);
+    }
 }

@@ -345,6 +345,35 @@ mod tests {
     }
 
     #[test]
+    fn typed_list_edits_keep_stored_entries_whose_bytes_differ() {
+        let (a, b, c) = (
+            json!({"name": "a", "weight": 1, "owner": "x"}),
+            json!({"name": "b", "weight": 2, "owner": "y"}),
+            json!({"name": "c", "weight": 3, "owner": "z"}),
+        );
+        let stored = json!({"spec": {"entries": [a, b, c]}});
+        let new = json!({"name": "n", "weight": 0.5});
+        let reverse: fn(&mut Ledger) = |l| l.spec.entries.reverse();
+        let insert: fn(&mut Ledger) = |l| {
+            let entry = Entry {
+                name: "n".into(),
+                weight: 0.5,
+            };
+            l.spec.entries.insert(1, entry);
+        };
+        let remove: fn(&mut Ledger) = |l| drop(l.spec.entries.remove(0));
+        let cases = [
+            (reverse, json!([c, b, a])),
+            (insert, json!([a, new, b, c])),
+            (remove, json!([b, c])),
+        ];
+        for (closure, expected) in cases {
+            let next = Mutation::typed(closure).apply(&stored).unwrap().unwrap();
+            assert_eq!(next["spec"]["entries"], expected);
+        }
+    }
+
+    #[test]
     fn a_typed_status_change_keeps_other_conditions_as_stored() {
         let theirs = json!({"type": "Synced", "status": "True", "reason": "R", "message": "m",
             "lastTransitionTime": "2026-01-02T03:04:05.678901Z", "severity": "Warning"});
