@@ -394,3 +394,44 @@ async fn a_null_the_mutation_sets_on_a_nullable_field_is_stored() -> anyhow::Res
     failures.assert_none();
     Ok(())
 }
+
+/// The server's rule a JSON patch's `null` relies on, kept as a probe: on a
+/// field that is not `nullable` the API server prunes a `null`, so a
+/// mutation's `null` there removes the field under every strategy that
+/// runs closures, as a merge patch's would.
+#[tokio::test]
+async fn a_null_on_a_field_that_is_not_nullable_removes_it() -> anyhow::Result<()> {
+    let ledgers = Ledgers::new().await?;
+    let spec = r#"{"note":"n","ratio":2.5,"big":7,"entries":[]}"#;
+    let raw = Mutation::custom(|v| {
+        v["spec"]["ratio"] = Value::Null;
+        v["spec"]["big"] = Value::Null;
+    });
+    let mut failures = Failures::default();
+    for strategy in [StrategyName::Lax].into_iter().chain(SAFE) {
+        let object = format!("pruned-{strategy}");
+        ledgers.create(&object, spec, "null").await?;
+        let case = strategy.to_string();
+        let written = write(
+            &ledgers,
+            &object,
+            strategy,
+            Copy::Dynamic,
+            &raw,
+            &Race::Touch,
+        )
+        .await;
+        if !failures.wrote(&case, written) {
+            continue;
+        }
+        let stored = ledgers.json(&object).await?;
+        let expected = json!({"note": "n", "entries": []});
+        failures.check(
+            &case,
+            &format!("spec as {}", stored["spec"]),
+            stored["spec"] == expected,
+        );
+    }
+    failures.assert_none();
+    Ok(())
+}
