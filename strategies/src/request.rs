@@ -118,7 +118,9 @@ impl Request {
             Request::MergeWithUid => match merge_diff(current, &next, writing.holds) {
                 None => None,
                 // A `null` the mutation set: the same write as a JSON
-                // patch, the uid `test`ed.
+                // patch, the uid `test`ed, and each value it changes too:
+                // an index from the fresh read must not reach another
+                // entry should another process change the list meanwhile.
                 Some(_) if sets_null(current, &next) => {
                     let mut ops = Vec::new();
                     if let Some(uid) = meta(current, "uid") {
@@ -126,7 +128,7 @@ impl Request {
                     }
                     ops.extend(json_patch(
                         &diff_holding(current, &next, writing.holds),
-                        None,
+                        Some(current),
                     ));
                     Some(Body::Json(Value::Array(ops)))
                 }
@@ -316,8 +318,11 @@ mod tests {
             json!({"op": "test", "path": "/metadata/uid", "value": "u1"})
         );
         assert_eq!(
-            ops[1],
-            json!({"op": "add", "path": "/spec/note", "value": null})
+            ops.as_array().unwrap()[1..3],
+            [
+                json!({"op": "test", "path": "/spec/note", "value": "x"}),
+                json!({"op": "replace", "path": "/spec/note", "value": null}),
+            ]
         );
     }
 
