@@ -53,6 +53,33 @@ fn merge_at(path: &mut Vec<Step>, old: &Value, new: &Value, holds: Holds) -> Opt
     }
 }
 
+/// Whether `new` holds a `null` that `old` does not hold at the same
+/// place. A merge patch cannot carry it: its `null` deletes the key, and
+/// the server drops the nulls inside a value it adds or replaces whole. A
+/// `nullable` field set to `null` must go as a JSON patch.
+pub(crate) fn sets_null(old: &Value, new: &Value) -> bool {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            new.iter().any(|(key, value)| match old.get(key) {
+                Some(was) => sets_null(was, value),
+                None => holds_null(value),
+            })
+        }
+        (old, new) if old == new => false,
+        (_, new) => holds_null(new),
+    }
+}
+
+/// Whether `value` is or holds a `null`.
+fn holds_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(entries) => entries.iter().any(holds_null),
+        Value::Object(map) => map.values().any(holds_null),
+        _ => false,
+    }
+}
+
 /// Set `metadata.<field>` in a merge patch body.
 pub(crate) fn set_metadata(patch: &mut Value, field: &str, value: &str) {
     if let Value::Object(root) = patch {
@@ -125,6 +152,28 @@ mod tests {
     fn diff_of_equal_objects_is_none() {
         let obj = json!({"a": [1, 2], "b": {"c": null}});
         assert_eq!(merge_diff(&obj, &obj, Holds::Whole), None);
+    }
+
+    #[test]
+    fn a_null_the_new_object_sets_is_found_at_any_depth() {
+        let old = json!({"spec": {"note": "x", "kept": null, "list": [{"a": 1}]}});
+        assert!(!sets_null(&old, &old));
+        assert!(sets_null(
+            &old,
+            &json!({"spec": {"note": null, "kept": null, "list": [{"a": 1}]}})
+        ));
+        assert!(sets_null(
+            &old,
+            &json!({"spec": {"note": "x", "kept": null, "list": [{"a": null}]}})
+        ));
+        assert!(sets_null(
+            &old,
+            &json!({"spec": {"note": "x", "kept": null, "list": [{"a": 1}], "new": {"b": null}}})
+        ));
+        assert!(
+            !sets_null(&old, &json!({"spec": {"list": [{"a": 2}]}})),
+            "a removal is no null"
+        );
     }
 
     #[test]

@@ -80,6 +80,13 @@ impl Mutation {
     /// than `k8s-openapi`) is never in the request and never lost, whatever
     /// copy the strategy starts from.
     ///
+    /// Stored values are judged in `K`'s own terms: a stored entry is
+    /// decoded through `K` before it is compared with `K`'s view, so a
+    /// value the type writes differently (`1` stored under an `f64` shown
+    /// as `1.0`, a time with fractions under whole seconds) is neither
+    /// taken for a change nor rewritten; a list entry `K` shows is paired
+    /// with the stored entry it was decoded from.
+    ///
     /// ```
     /// use concord_strategies::Mutation;
     /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -101,7 +108,14 @@ impl Mutation {
                 let before = serde_json::to_value(&typed)?;
                 f(&mut typed);
                 let after = serde_json::to_value(&typed)?;
-                crate::carry::apply_change(v, &before, &after);
+                // How `K` sees any stored object, to judge stored values
+                // in `K`'s own terms (`1` is `1.0` to an `f64`); used to
+                // compare and locate, never written.
+                let view = |raw: &Value| {
+                    let typed: K = serde_json::from_value(raw.clone()).ok()?;
+                    serde_json::to_value(&typed).ok()
+                };
+                crate::carry::apply_change(v, &before, &after, &view);
                 Ok(())
             }),
         })
@@ -287,6 +301,131 @@ mod tests {
         let next = m.apply(&obj).unwrap().unwrap();
         assert_eq!(next["data"], json!({"k": "v"}));
         assert_eq!(next["newerField"], json!({"kept": true}));
+    }
+
+    /// A type whose encoding differs from the stored one: `f64` weights
+    /// over whole numbers, conditions with whole-second times, no
+    /// `owner` or `severity`.
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Ledger {
+        spec: Spec,
+        #[serde(default)]
+        status: Status,
+    }
+
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Spec {
+        entries: Vec<Entry>,
+    }
+
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Entry {
+        name: String,
+        weight: f64,
+    }
+
+    #[derive(Default, serde::Deserialize, serde::Serialize)]
+    struct Status {
+        #[serde(default)]
+        conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    }
+
+    #[test]
+    fn a_typed_change_keeps_entries_whose_values_the_type_writes_differently() {
+        let stored = json!({"spec": {"entries": [
+            {"name": "a", "weight": 1, "owner": "x"},
+            {"name": "b", "weight": 2, "owner": "y"},
+            {"name": "c", "weight": 9_007_199_254_740_993_u64, "owner": "z"},
+        ]}});
+        let m = Mutation::typed(|l: &mut Ledger| l.spec.entries[1].weight = 0.5);
+        let next = m.apply(&stored).unwrap().unwrap();
+        let mut expected = stored.clone();
+        expected["spec"]["entries"][1]["weight"] = json!(0.5);
+        assert_eq!(next, expected);
+    }
+
+    #[test]
+    fn typed_list_edits_keep_stored_entries_whose_bytes_differ() {
+        let (a, b, c) = (
+            json!({"name": "a", "weight": 1, "owner": "x"}),
+            json!({"name": "b", "weight": 2, "owner": "y"}),
+            json!({"name": "c", "weight": 3, "owner": "z"}),
+        );
+        let stored = json!({"spec": {"entries": [a, b, c]}});
+        let new = json!({"name": "n", "weight": 0.5});
+        let reverse: fn(&mut Ledger) = |l| l.spec.entries.reverse();
+        let insert: fn(&mut Ledger) = |l| {
+            let entry = Entry {
+                name: "n".into(),
+                weight: 0.5,
+            };
+            l.spec.entries.insert(1, entry);
+        };
+        let remove: fn(&mut Ledger) = |l| drop(l.spec.entries.remove(0));
+        let cases = [
+            (reverse, json!([c, b, a])),
+            (insert, json!([a, new, b, c])),
+            (remove, json!([b, c])),
+        ];
+        for (closure, expected) in cases {
+            let next = Mutation::typed(closure).apply(&stored).unwrap().unwrap();
+            assert_eq!(next["spec"]["entries"], expected);
+        }
+    }
+
+    #[test]
+    fn a_typed_status_change_keeps_other_conditions_as_stored() {
+        let theirs = json!({"type": "Synced", "status": "True", "reason": "R", "message": "m",
+            "lastTransitionTime": "2026-01-02T03:04:05.678901Z", "severity": "Warning"});
+        let stored = json!({"spec": {"entries": []}, "status": {"conditions": [
+            {"type": "Ready", "status": "False", "reason": "R", "message": "old",
+             "lastTransitionTime": "2026-01-01T00:00:00.5Z"},
+            theirs,
+        ]}});
+        let m =
+            Mutation::typed_status(|l: &mut Ledger| l.status.conditions[0].message = "new".into());
+        let next = m.apply(&stored).unwrap().unwrap();
+        let mut expected = stored.clone();
+        expected["status"]["conditions"][0]["message"] = json!("new");
+        assert_eq!(next, expected);
+    }
+
+    #[test]
+    fn a_type_that_sorts_a_list_pairs_each_entry_with_its_stored_one() {
+        fn sorted<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Entry>, D::Error> {
+            let mut entries: Vec<Entry> = serde::Deserialize::deserialize(d)?;
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(entries)
+        }
+        #[derive(serde::Deserialize, serde::Serialize)]
+        struct Sorted {
+            #[serde(deserialize_with = "sorted")]
+            entries: Vec<Entry>,
+        }
+        let stored = json!({"entries": [
+            {"name": "b", "weight": 2, "owner": "y"},
+            {"name": "a", "weight": 1, "owner": "x"},
+        ]});
+        let m = Mutation::typed(|s: &mut Sorted| s.entries[1].weight = 0.5);
+        // The list goes in the type's order; each entry is the stored one
+        // it was decoded from, with the change applied.
+        assert_eq!(
+            m.apply(&stored).unwrap().unwrap(),
+            json!({"entries": [
+                {"name": "a", "weight": 1, "owner": "x"},
+                {"name": "b", "weight": 0.5, "owner": "y"},
+            ]})
+        );
+    }
+
+    #[test]
+    fn numbers_are_read_and_written_exactly() {
+        // serde_json without `float_roundtrip` reads about one float of
+        // 17 digits in twenty one ulp off; the workspace enables it.
+        let text = r#"[9.204938554384977,0.9999999999999999,1.2909075938396821,9007199254740993,18446744073709551615,-9223372036854775808]"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(value[0].as_f64(), Some(9.204938554384977));
+        assert_eq!(serde_json::to_string(&value).unwrap(), text);
     }
 
     #[test]

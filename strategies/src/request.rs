@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::change::{Holds, diff_holding, json_patch};
 use crate::guarded_patch::{Guarded, guarded};
-use crate::merge_patch::{merge_diff, set_metadata};
+use crate::merge_patch::{merge_diff, set_metadata, sets_null};
 use crate::observed::meta;
 use crate::{Error, ObjectKey};
 
@@ -90,12 +90,16 @@ impl Request {
                 None => None,
                 // A merge patch would replace the list whole, entries this
                 // write did not change (and fields a typed copy lacks)
-                // included: send exactly the changed entries instead,
-                // each tested, so a concurrent change to them is refused
-                // rather than overwritten.
-                Some(patch) if replaces_object_list(&patch) => Some(Body::Json(Value::Array(
-                    json_patch(&diff_holding(current, &next, writing.holds), Some(current)),
-                ))),
+                // included, or delete a key the mutation set to `null`:
+                // send exactly the changed entries instead, each tested,
+                // so a concurrent change to them is refused rather than
+                // overwritten.
+                Some(patch) if needs_json_patch(&patch, current, &next) => {
+                    Some(Body::Json(Value::Array(json_patch(
+                        &diff_holding(current, &next, writing.holds),
+                        Some(current),
+                    ))))
+                }
                 Some(patch) => Some(Body::Merge(patch)),
             },
             // On the status subresource the uid is `test`ed instead.
@@ -111,15 +115,33 @@ impl Request {
                 }
                 _ => merge_diff(current, &next, writing.holds).map(Body::Merge),
             },
-            Request::MergeWithUid => merge_diff(current, &next, writing.holds).map(|mut patch| {
-                if let Some(uid) = meta(current, "uid") {
-                    set_metadata(&mut patch, "uid", uid);
+            Request::MergeWithUid => match merge_diff(current, &next, writing.holds) {
+                None => None,
+                // A `null` the mutation set: the same write as a JSON
+                // patch, the uid `test`ed, and each value it changes too:
+                // an index from the fresh read must not reach another
+                // entry should another process change the list meanwhile.
+                Some(_) if sets_null(current, &next) => {
+                    let mut ops = Vec::new();
+                    if let Some(uid) = meta(current, "uid") {
+                        ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
+                    }
+                    ops.extend(json_patch(
+                        &diff_holding(current, &next, writing.holds),
+                        Some(current),
+                    ));
+                    Some(Body::Json(Value::Array(ops)))
                 }
-                Body::Merge(patch)
-            }),
+                Some(mut patch) => {
+                    if let Some(uid) = meta(current, "uid") {
+                        set_metadata(&mut patch, "uid", uid);
+                    }
+                    Some(Body::Merge(patch))
+                }
+            },
             Request::MergeWithVersion => match merge_diff(current, &next, writing.holds) {
                 None => None,
-                Some(patch) if replaces_object_list(&patch) => {
+                Some(patch) if needs_json_patch(&patch, current, &next) => {
                     // The same precondition in JSON-patch form: the
                     // patched object carries the observed version, so
                     // the server answers 409 if the object moved on.
@@ -207,6 +229,13 @@ impl Body {
     }
 }
 
+/// Whether the write from `current` to `next` must go as a JSON patch
+/// rather than as the merge patch `patch`: the merge patch would replace a
+/// list of objects whole, or could not carry a `null` the mutation set.
+fn needs_json_patch(patch: &Value, current: &Value, next: &Value) -> bool {
+    replaces_object_list(patch) || sets_null(current, next)
+}
+
 /// Whether a merge patch sets a list holding objects: it would replace the
 /// list whole, with every entry's content taken from the observed copy.
 fn replaces_object_list(patch: &Value) -> bool {
@@ -255,6 +284,45 @@ mod tests {
                 {"op": "replace", "path": "/metadata/resourceVersion", "value": "7"},
                 {"op": "add", "path": "/status/conditions/0/status", "value": "True"},
             ])))
+        );
+    }
+
+    #[test]
+    fn a_null_the_mutation_sets_goes_as_a_json_patch() {
+        let mut current = pod(&[]);
+        current["spec"] = json!({"note": "x", "size": 1});
+        let mut next = current.clone();
+        next["spec"]["note"] = Value::Null;
+        next["spec"]["hint"] = Value::Null;
+        let body = Request::MergeWithVersion
+            .build(&writing(&key()), &current, next.clone())
+            .unwrap();
+        assert_eq!(
+            body,
+            Some(Body::Json(json!([
+                {"op": "test", "path": "/metadata/uid", "value": "u1"},
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": "7"},
+                {"op": "add", "path": "/spec/note", "value": null},
+                {"op": "test", "path": "/spec/hint", "value": null},
+                {"op": "add", "path": "/spec/hint", "value": null},
+            ])))
+        );
+        let body = Request::MergeWithUid
+            .build(&writing(&key()), &current, next)
+            .unwrap();
+        let Some(Body::Json(ops)) = body else {
+            panic!("{body:?}")
+        };
+        assert_eq!(
+            ops[0],
+            json!({"op": "test", "path": "/metadata/uid", "value": "u1"})
+        );
+        assert_eq!(
+            ops.as_array().unwrap()[1..3],
+            [
+                json!({"op": "test", "path": "/spec/note", "value": "x"}),
+                json!({"op": "replace", "path": "/spec/note", "value": null}),
+            ]
         );
     }
 

@@ -17,6 +17,7 @@ mod apply;
 mod exact_retries;
 mod exact_turns;
 mod exact_typed;
+mod exact_values;
 mod guarded;
 mod incidents;
 mod lifecycle;
