@@ -63,14 +63,26 @@ impl<'a> Session<'a> {
         observed: &Value,
         mutation: &Mutation,
     ) -> Result<Self, Error> {
+        let name = meta(observed, "name").map(str::to_owned);
+        Session::start_named(strategy, target, observed, mutation, name)
+    }
+
+    /// [`start`](Self::start) with the object's name given: a create with
+    /// `generateName` has none yet, and is named after its prefix.
+    pub(crate) fn start_named(
+        strategy: StrategyName,
+        target: &'a Target,
+        observed: &Value,
+        mutation: &Mutation,
+        name: Option<String>,
+    ) -> Result<Self, Error> {
         let namespace = meta(observed, "namespace").map(str::to_owned);
-        let name = meta(observed, "name");
         let key = ObjectKey::new(
             crate::object_key::qualified_plural(&target.resource),
             namespace.as_deref(),
-            name.unwrap_or_default(),
+            name.clone().unwrap_or_default(),
         );
-        let Some(name) = name.map(str::to_owned) else {
+        let Some(name) = name else {
             return Err(Error::MissingField {
                 object: key,
                 field: "metadata.name",
