@@ -68,6 +68,7 @@ mod server_version;
 mod session;
 mod strategy;
 mod strict;
+mod subresource;
 mod target;
 mod turns;
 mod update;

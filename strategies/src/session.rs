@@ -46,7 +46,13 @@ pub(crate) struct Session<'a> {
     pub(crate) name: String,
     url: String,
     observed_uid: Option<String>,
+    /// Whether requests go to the status subresource.
     status: bool,
+    /// Whether status changes go through the main resource: the resource
+    /// has no status subresource (`subresource.rs`).
+    pub(crate) status_on_main: bool,
+    /// Whether this status write was sent to the main resource instead.
+    rerouted: bool,
     only_removes_finalizers: bool,
     pub(crate) outcome: Outcome,
     start: Instant,
@@ -109,13 +115,17 @@ impl<'a> Session<'a> {
                 object: key,
             });
         }
+        // Without a status subresource, status is the main resource's.
+        let status_on_main = target.status_subresource.known() == Some(false);
         Ok(Session {
+            status: status && !status_on_main,
+            status_on_main,
+            rerouted: status && status_on_main,
             target,
             url: DynamicObject::url_path(&target.resource, namespace.as_deref()),
             namespace,
             name,
             observed_uid: meta(observed, "uid").map(str::to_owned),
-            status,
             only_removes_finalizers: mutation.only_removes_finalizers(),
             outcome: Outcome::new(strategy),
             start: Instant::now(),
@@ -153,15 +163,87 @@ impl<'a> Session<'a> {
         // refused, never reported as written.
         if let Some(next) = &next
             && !self.status
+            && !self.status_on_main
             && next.get("status") != object.get("status")
         {
-            return Err(Error::UnsupportedMutation {
-                strategy: self.outcome.strategy,
-                what: "a change to `status` in a main-resource mutation (use `Mutation::typed_status` or `Mutation::custom_status`)",
+            return Err(self.status_refused());
+        }
+        Ok(next)
+    }
+
+    /// [`mutate`](Self::mutate), asking discovery before a main-resource
+    /// change to `status` is refused: without a status subresource it is
+    /// the main resource's to write.
+    pub(crate) async fn mutate_learning(
+        &mut self,
+        mutation: &Mutation,
+        object: &Value,
+    ) -> Result<Option<Value>, Error> {
+        match self.mutate(mutation, object) {
+            Err(Error::UnsupportedMutation { .. }) if !self.status && !self.status_on_main => {
+                if self.learn_status_subresource().await? {
+                    return Err(self.status_refused());
+                }
+                self.status_on_main = true;
+                self.mutate(mutation, object)
+            }
+            other => other,
+        }
+    }
+
+    fn status_refused(&self) -> Error {
+        Error::UnsupportedMutation {
+            strategy: self.outcome.strategy,
+            what: "a change to `status` in a main-resource mutation where the resource has a status subresource (use `Mutation::typed_status` or `Mutation::custom_status`)",
+            object: self.key.clone(),
+        }
+    }
+
+    /// Ask discovery whether the resource has a status subresource
+    /// (`subresource.rs`), counted as a `GET`.
+    pub(crate) async fn learn_status_subresource(&mut self) -> Result<bool, Error> {
+        self.outcome.requests[Verb::Get.index()] += 1;
+        let target = self.target;
+        target
+            .status_subresource
+            .learn(&target.client, &target.resource)
+            .await
+            .map_err(|source| Error::Request {
+                object: self.key.clone(),
+                source: Box::new(source),
+            })
+    }
+
+    /// A `404` from `/status`: if the resource has no status subresource,
+    /// send this write's status through the main resource (once) and say
+    /// so; otherwise the object is gone.
+    pub(crate) async fn reroute_status(&mut self) -> Result<bool, Error> {
+        if !self.status || self.rerouted || self.learn_status_subresource().await? {
+            return Ok(false);
+        }
+        self.status = false;
+        self.status_on_main = true;
+        self.rerouted = true;
+        Ok(true)
+    }
+
+    /// A status change sent through the main resource that the answer
+    /// does not hold: when discovery now lists the status subresource
+    /// (the resource gained it), a status write goes back to `/status`
+    /// (`Ok(())`: send again) and a main-resource mutation is refused;
+    /// otherwise it is [`Error::StatusNotStored`], never a quiet success.
+    pub(crate) async fn status_not_held(&mut self) -> Result<(), Error> {
+        if !self.learn_status_subresource().await? {
+            return Err(Error::StatusNotStored {
                 object: self.key.clone(),
             });
         }
-        Ok(next)
+        self.status_on_main = false;
+        if !self.rerouted {
+            return Err(self.status_refused());
+        }
+        self.status = true;
+        Ok(())
     }
 
     pub(crate) fn convert(&self, source: serde_json::Error) -> Error {

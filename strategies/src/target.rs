@@ -9,6 +9,7 @@ use kube::core::ApiResource;
 #[cfg(feature = "testing")]
 use crate::BeforeWrite;
 use crate::fresh::DEFAULT_FRESH_WAIT;
+use crate::subresource::StatusSubresource;
 use crate::{FreshCopies, WriteMetrics, WriteTurns};
 
 /// The field manager concord writes under unless told otherwise.
@@ -40,6 +41,9 @@ pub struct Target {
     pub(crate) fresh: Option<Arc<dyn FreshCopies>>,
     pub(crate) fresh_wait: Duration,
     pub(crate) turns: WriteTurns,
+    /// What discovery said of the resource's status subresource
+    /// (`subresource.rs`), shared by the target's clones.
+    pub(crate) status_subresource: StatusSubresource,
     #[cfg(feature = "testing")]
     pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
 }
@@ -56,6 +60,7 @@ impl Target {
             fresh: None,
             fresh_wait: DEFAULT_FRESH_WAIT,
             turns: WriteTurns::default(),
+            status_subresource: StatusSubresource::default(),
             #[cfg(feature = "testing")]
             before_write: None,
         }

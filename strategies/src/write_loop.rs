@@ -17,6 +17,7 @@ use crate::plan::{How, Plan, Read};
 use crate::request::{Body, Request};
 use crate::retry::delay;
 use crate::session::{Answer, Sent, Session};
+use crate::subresource::holds_change;
 use crate::turns;
 use crate::{Error, Mutation, Observed, Target, Written};
 
@@ -68,9 +69,14 @@ impl Session<'_> {
                 self.outcome.rebased_on_own_write = true;
                 current = copy;
             }
-            let Some(next) = self.mutate(mutation, &current)? else {
+            let Some(next) = self.mutate_learning(mutation, &current).await? else {
                 return Ok(Some(current));
             };
+            // A status change sent through the main resource is checked in
+            // the answer: a status subresource would have dropped it.
+            let status_change = self
+                .status_on_main
+                .then(|| (current.get("status").cloned(), next.get("status").cloned()));
             let Some(body) = request.build(&self.writing(mutation), &current, next)? else {
                 return Ok(Some(current));
             };
@@ -107,9 +113,24 @@ impl Session<'_> {
                     if let Some(turn) = &mut turn {
                         turn.leave(&stored);
                     }
+                    if let Some((before, after)) = &status_change
+                        && !holds_change(before.as_ref(), after.as_ref(), stored.get("status"))
+                    {
+                        drop(turn);
+                        self.status_not_held().await?;
+                        self.complete = true;
+                        current = stored;
+                        continue;
+                    }
                     return Ok(Some(stored));
                 }
-                Answer::NotFound => return self.gone().map(|()| None),
+                Answer::NotFound => {
+                    drop(turn);
+                    if self.reroute_status().await? {
+                        continue;
+                    }
+                    return self.gone().map(|()| None);
+                }
                 Answer::Invalid(err) if body.invalid_means_conflict() => Some(err),
                 Answer::Invalid(err) if request.carries_uid() => return self.invalid(err).await,
                 Answer::Invalid(err) => {

@@ -16,7 +16,9 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written
 /// Works for any kube resource: k8s-openapi types and `#[derive(CustomResource)]`
 /// types (`DynamicType = ()`) via [`Writer::new`], and [`DynamicObject`] via
 /// [`Writer::new_with`] and an [`ApiResource`]; namespaced and cluster-scoped;
-/// main resource and status subresource (chosen by the mutation).
+/// main resource and status subresource (chosen by the mutation; status
+/// goes through the main resource of a custom resource without the
+/// subresource).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

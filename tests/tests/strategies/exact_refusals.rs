@@ -319,6 +319,71 @@ async fn status_lands_on_a_crd_without_the_status_subresource() -> anyhow::Resul
     Ok(())
 }
 
+/// Finding 6, the other way round: a writer that learnt a CRD had no
+/// status subresource, after the CRD gains one, writes status through
+/// `/status` (the main resource would drop it) and refuses a
+/// main-resource change to `status` — never reports a dropped change as
+/// written.
+#[tokio::test]
+async fn status_follows_a_crd_that_gains_the_status_subresource() -> anyhow::Result<()> {
+    let env = concord_testenv::TestEnv::shared()?;
+    env.install_crd(crd("flipwidgets", "FlipWidget", false)?)
+        .await?;
+    let ns = env.namespace().await?;
+    let flip = resource("flipwidgets", "FlipWidget", "v1");
+    let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &flip);
+    create_widget(&raw, &flip, "flip").await?;
+    let writer = Writer::<DynamicObject>::new_with(
+        env.client()?,
+        strategy_for(StrategyName::Strict, policy()),
+        &flip,
+    );
+    let phase = |to: &'static str| {
+        Mutation::typed_status(move |w: &mut Widget| {
+            w.status.get_or_insert_default().phase = Some(to.into());
+        })
+    };
+    writer.write(&raw.get("flip").await?, &phase("One")).await?;
+    assert_eq!(raw.get("flip").await?.data["status"]["phase"], "One");
+
+    env.install_crd(crd("flipwidgets", "FlipWidget", true)?)
+        .await?;
+    let client = env.client()?;
+    for _ in 0..200 {
+        let list = client
+            .list_api_group_resources(&format!("{GROUP}/v1"))
+            .await?;
+        if list
+            .resources
+            .iter()
+            .any(|r| r.name == "flipwidgets/status")
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let written = writer.write(&raw.get("flip").await?, &phase("Two")).await?;
+    assert_eq!(
+        raw.get("flip").await?.data["status"]["phase"],
+        "Two",
+        "{:?}",
+        written.outcome
+    );
+    let main = Mutation::typed(|w: &mut Widget| {
+        w.status.get_or_insert_default().phase = Some("Three".into());
+    });
+    let refused = writer.write(&raw.get("flip").await?, &main).await;
+    assert!(
+        matches!(
+            refused,
+            Err(concord_strategies::Error::UnsupportedMutation { .. })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(raw.get("flip").await?.data["status"]["phase"], "Two");
+    Ok(())
+}
+
 /// Finding 7: `guarded` under `requeue`, from a typed copy that shows an
 /// empty `tags` map the server does not store, lands a new tag (every
 /// requeue starts from the same copy, so a refusal would be for ever).
