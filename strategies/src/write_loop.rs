@@ -142,9 +142,34 @@ impl Session<'_> {
                 Answer::Conflict => None,
             };
             drop(turn);
+            // A guard built from a copy that may show what the server does
+            // not store (a typed copy shows a type's defaults: an empty map
+            // the server never stored, whose members' `test`s fail) trips
+            // on the copy, not on a race, while the object is still the
+            // version the copy was read at: that version's own stored form
+            // decides, no conflict. Under `requeue` every retry would
+            // otherwise start from the same copy and trip the same way.
+            let mut read_after_trip = None;
+            if tripped.is_some() && !self.complete {
+                self.outcome.rereads_by_get += 1;
+                let Some(fresh) = self.get().await? else {
+                    return self.gone().map(|()| None);
+                };
+                let version = meta(&current, "resourceVersion");
+                if version.is_some() && meta(&fresh, "resourceVersion") == version {
+                    self.complete = true;
+                    current = fresh;
+                    continue;
+                }
+                read_after_trip = Some(fresh);
+            }
             attempts += 1;
             self.after_conflict(on_conflict, attempts).await?;
-            let Some((mut fresh, from_cache)) = self.reread(&current, request).await? else {
+            let reread = match read_after_trip {
+                Some(fresh) => Some((fresh, false)),
+                None => self.reread(&current, request).await?,
+            };
+            let Some((mut fresh, from_cache)) = reread else {
                 return self.gone().map(|()| None);
             };
             // A dependency that moved means the decision is stale: it goes
