@@ -47,12 +47,12 @@ pub(crate) struct Session<'a> {
     url: String,
     observed_uid: Option<String>,
     /// Whether requests go to the status subresource.
-    status: bool,
+    pub(crate) status: bool,
     /// Whether status changes go through the main resource: the resource
     /// has no status subresource (`subresource.rs`).
     pub(crate) status_on_main: bool,
     /// Whether this status write was sent to the main resource instead.
-    rerouted: bool,
+    pub(crate) rerouted: bool,
     only_removes_finalizers: bool,
     pub(crate) outcome: Outcome,
     start: Instant,
@@ -169,81 +169,6 @@ impl<'a> Session<'a> {
             return Err(self.status_refused());
         }
         Ok(next)
-    }
-
-    /// [`mutate`](Self::mutate), asking discovery before a main-resource
-    /// change to `status` is refused: without a status subresource it is
-    /// the main resource's to write.
-    pub(crate) async fn mutate_learning(
-        &mut self,
-        mutation: &Mutation,
-        object: &Value,
-    ) -> Result<Option<Value>, Error> {
-        match self.mutate(mutation, object) {
-            Err(Error::UnsupportedMutation { .. }) if !self.status && !self.status_on_main => {
-                if self.learn_status_subresource().await? {
-                    return Err(self.status_refused());
-                }
-                self.status_on_main = true;
-                self.mutate(mutation, object)
-            }
-            other => other,
-        }
-    }
-
-    fn status_refused(&self) -> Error {
-        Error::UnsupportedMutation {
-            strategy: self.outcome.strategy,
-            what: "a change to `status` in a main-resource mutation where the resource has a status subresource (use `Mutation::typed_status` or `Mutation::custom_status`)",
-            object: self.key.clone(),
-        }
-    }
-
-    /// Ask discovery whether the resource has a status subresource
-    /// (`subresource.rs`), counted as a `GET`.
-    pub(crate) async fn learn_status_subresource(&mut self) -> Result<bool, Error> {
-        self.outcome.requests[Verb::Get.index()] += 1;
-        let target = self.target;
-        target
-            .status_subresource
-            .learn(&target.client, &target.resource)
-            .await
-            .map_err(|source| Error::Request {
-                object: self.key.clone(),
-                source: Box::new(source),
-            })
-    }
-
-    /// A `404` from `/status`: if the resource has no status subresource,
-    /// send this write's status through the main resource (once) and say
-    /// so; otherwise the object is gone.
-    pub(crate) async fn reroute_status(&mut self) -> Result<bool, Error> {
-        if !self.status || self.rerouted || self.learn_status_subresource().await? {
-            return Ok(false);
-        }
-        self.status = false;
-        self.status_on_main = true;
-        self.rerouted = true;
-        Ok(true)
-    }
-
-    /// A status change sent through the main resource that the answer
-    /// does not hold: when discovery now lists the status subresource
-    /// (the resource gained it), a status write goes back to `/status`
-    /// (`Ok(())`: send again) and a main-resource mutation is refused;
-    /// otherwise it is [`Error::StatusNotStored`], never a quiet success.
-    pub(crate) async fn status_not_held(&mut self) -> Result<(), Error> {
-        if !self.learn_status_subresource().await? {
-            return Err(Error::StatusNotStored {
-                object: self.key.clone(),
-            });
-        }
-        self.status_on_main = false;
-        if !self.rerouted {
-            return Err(self.status_refused());
-        }
-        self.status = true;
-        Ok(())
     }
 
     pub(crate) fn convert(&self, source: serde_json::Error) -> Error {

@@ -26,6 +26,9 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use kube::core::ApiResource;
 use serde_json::Value;
 
+use crate::session::Session;
+use crate::{Error, Mutation, Verb};
+
 /// Not asked yet.
 const UNKNOWN: u8 = 0;
 /// Discovery lists `<plural>/status`.
@@ -73,6 +76,83 @@ impl StatusSubresource {
         self.0
             .store(if present { PRESENT } else { ABSENT }, Relaxed);
         Ok(present)
+    }
+}
+
+impl Session<'_> {
+    /// [`mutate`](Self::mutate), asking discovery before a main-resource
+    /// change to `status` is refused: without a status subresource it is
+    /// the main resource's to write.
+    pub(crate) async fn mutate_learning(
+        &mut self,
+        mutation: &Mutation,
+        object: &Value,
+    ) -> Result<Option<Value>, Error> {
+        match self.mutate(mutation, object) {
+            Err(Error::UnsupportedMutation { .. }) if !self.status && !self.status_on_main => {
+                if self.learn_status_subresource().await? {
+                    return Err(self.status_refused());
+                }
+                self.status_on_main = true;
+                self.mutate(mutation, object)
+            }
+            other => other,
+        }
+    }
+
+    pub(crate) fn status_refused(&self) -> Error {
+        Error::UnsupportedMutation {
+            strategy: self.outcome.strategy,
+            what: "a change to `status` in a main-resource mutation where the resource has a status subresource (use `Mutation::typed_status` or `Mutation::custom_status`)",
+            object: self.key.clone(),
+        }
+    }
+
+    /// Ask discovery whether the resource has a status subresource
+    /// (`subresource.rs`), counted as a `GET`.
+    pub(crate) async fn learn_status_subresource(&mut self) -> Result<bool, Error> {
+        self.outcome.requests[Verb::Get.index()] += 1;
+        let target = self.target;
+        target
+            .status_subresource
+            .learn(&target.client, &target.resource)
+            .await
+            .map_err(|source| Error::Request {
+                object: self.key.clone(),
+                source: Box::new(source),
+            })
+    }
+
+    /// A `404` from `/status`: if the resource has no status subresource,
+    /// send this write's status through the main resource (once) and say
+    /// so; otherwise the object is gone.
+    pub(crate) async fn reroute_status(&mut self) -> Result<bool, Error> {
+        if !self.status || self.rerouted || self.learn_status_subresource().await? {
+            return Ok(false);
+        }
+        self.status = false;
+        self.status_on_main = true;
+        self.rerouted = true;
+        Ok(true)
+    }
+
+    /// A status change sent through the main resource that the answer
+    /// does not hold: when discovery now lists the status subresource
+    /// (the resource gained it), a status write goes back to `/status`
+    /// (`Ok(())`: send again) and a main-resource mutation is refused;
+    /// otherwise it is [`Error::StatusNotStored`], never a quiet success.
+    pub(crate) async fn status_not_held(&mut self) -> Result<(), Error> {
+        if !self.learn_status_subresource().await? {
+            return Err(Error::StatusNotStored {
+                object: self.key.clone(),
+            });
+        }
+        self.status_on_main = false;
+        if !self.rerouted {
+            return Err(self.status_refused());
+        }
+        self.status = true;
+        Ok(())
     }
 }
 
