@@ -105,7 +105,7 @@ pub use object_key::ObjectKey;
 #[doc(inline)]
 pub use observed::Observed;
 #[doc(inline)]
-pub use outcome::{Outcome, Verb, Written};
+pub use outcome::{Fallback, Outcome, Verb, Written};
 #[doc(hidden)]
 pub use plan::Plan;
 #[doc(inline)]

@@ -19,7 +19,7 @@ use crate::retry::delay;
 use crate::session::{Answer, Sent, Session};
 use crate::subresource::holds_change;
 use crate::turns;
-use crate::{Error, Mutation, Observed, Target, Written};
+use crate::{Error, Fallback, Mutation, Observed, Target, Written};
 
 /// What a strategy does on `409 Conflict` (or a tripped guard).
 #[derive(Clone, Copy, Debug)]
@@ -44,7 +44,7 @@ impl Session<'_> {
         &mut self,
         mut current: Value,
         mutation: &Mutation,
-        request: Request,
+        mut request: Request,
         on_conflict: OnConflict<'_>,
     ) -> Result<Option<Value>, Error> {
         let takes_turns = matches!(on_conflict, OnConflict::Reread(_));
@@ -80,6 +80,14 @@ impl Session<'_> {
             let Some(body) = request.build(&self.writing(mutation), &current, next)? else {
                 return Ok(Some(current));
             };
+            // A guarded patch the server would refuse for its size goes as
+            // `strict`'s patch instead: the observed `resourceVersion`
+            // guards every field, the written ones included.
+            if matches!(request, Request::Guarded) && body.exceeds_operation_limit() {
+                self.outcome.fall_back(Fallback::OperationLimit);
+                request = Request::MergeWithVersion;
+                continue;
+            }
             // A list sent whole carries each entry as the copy holds it: from
             // a copy that may lack fields (a typed object, a view) the
             // entries are taken from the server's own copy instead.

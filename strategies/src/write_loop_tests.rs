@@ -231,3 +231,27 @@ async fn a_guard_tripped_by_a_typed_copy_of_an_older_version_conflicts_under_req
         .unwrap_err();
     assert!(matches!(err, crate::Error::Conflict { .. }), "{err:?}");
 }
+
+/// A guarded patch past the server's 10,000 operations goes as `strict`'s
+/// merge patch with the observed `resourceVersion`, counted as a fallback.
+#[tokio::test]
+async fn a_guarded_patch_past_the_operation_limit_goes_as_the_versioned_patch() {
+    let (target, seen) = target(vec![(200, config_map("2", json!({})))]);
+    let many = crate::Mutation::custom(|cm| {
+        for i in 0..5001 {
+            cm["data"][format!("k{i}")] = json!("v");
+        }
+    });
+    let mut observed = config_map("1", json!({}));
+    observed["data"] = json!({"kept": "yes"});
+    let written = crate::Guarded::default()
+        .write(&target, &object(observed), &many)
+        .await
+        .unwrap();
+    assert_eq!(
+        written.outcome.fallback,
+        Some(crate::Fallback::OperationLimit)
+    );
+    assert_eq!(written.outcome.requests(Verb::Patch), 1);
+    assert_eq!(seen.lock().unwrap().len(), 1, "nothing sent before");
+}

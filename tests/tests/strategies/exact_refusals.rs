@@ -437,7 +437,17 @@ async fn guarded_past_the_operation_limit_falls_back_and_lands() -> anyhow::Resu
     });
     let written = writer.write(&observed, &many).await?;
     assert!(written.outcome.fell_back, "{:?}", written.outcome);
+    assert_eq!(
+        written.outcome.fallback,
+        Some(concord_strategies::Fallback::OperationLimit)
+    );
     assert_eq!(metrics.snapshot().fell_back, 1);
+    assert_eq!(
+        metrics
+            .snapshot()
+            .fallbacks(concord_strategies::Fallback::OperationLimit),
+        1
+    );
     let stored = cms.get("many").await?;
     let data = stored.data["data"].as_object().expect("data");
     assert_eq!(data.len(), 5002);
