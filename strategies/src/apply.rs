@@ -329,7 +329,7 @@ fn config(session: &Session<'_>, current: &Value, owned: Option<(&Intent, &Value
         metadata.insert("uid".into(), json!(uid));
     }
     let mut body = json!({
-        "apiVersion": session.target.resource.api_version,
+        "apiVersion": session.resource.api_version,
         "kind": session.target.resource.kind,
     });
     match owned {

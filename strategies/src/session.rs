@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use concord_featuregates::{Operation, StrategyName};
 use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::core::{DynamicObject, Resource};
+use kube::core::{ApiResource, DynamicObject, Resource};
 use serde_json::Value;
 
 use crate::change::Holds;
@@ -45,6 +45,9 @@ pub(crate) struct Session<'a> {
     pub(crate) namespace: Option<String>,
     pub(crate) name: String,
     url: String,
+    /// The resource in the version the write goes through: the observed
+    /// copy's own (`in_version_of`).
+    pub(crate) resource: ApiResource,
     observed_uid: Option<String>,
     /// Whether requests go to the status subresource.
     pub(crate) status: bool,
@@ -115,6 +118,7 @@ impl<'a> Session<'a> {
                 object: key,
             });
         }
+        let resource = crate::target::in_version_of(&target.resource, observed);
         // Without a status subresource, status is the main resource's.
         let status_on_main = target.status_subresource.known() == Some(false);
         Ok(Session {
@@ -122,7 +126,8 @@ impl<'a> Session<'a> {
             status_on_main,
             rerouted: status && status_on_main,
             target,
-            url: DynamicObject::url_path(&target.resource, namespace.as_deref()),
+            url: DynamicObject::url_path(&resource, namespace.as_deref()),
+            resource,
             namespace,
             name,
             observed_uid: meta(observed, "uid").map(str::to_owned),

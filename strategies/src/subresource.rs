@@ -115,7 +115,7 @@ impl Session<'_> {
         let target = self.target;
         target
             .status_subresource
-            .learn(&target.client, &target.resource)
+            .learn(&target.client, &self.resource)
             .await
             .map_err(|source| Error::Request {
                 object: self.key.clone(),

@@ -64,7 +64,7 @@ impl Session<'_> {
             if rebases
                 && let Some(copy) = turn
                     .as_ref()
-                    .and_then(|t| t.newer_than(&current, &self.target.resource.api_version))
+                    .and_then(|t| t.newer_than(&current, &self.resource.api_version))
             {
                 self.outcome.rebased_on_own_write = true;
                 current = copy;
@@ -271,6 +271,12 @@ impl Session<'_> {
             return Ok(None);
         }
         let copy = copy.into_json();
+        // The cache holds the target's version (a listed copy names none):
+        // a write through another version reads its own by `GET`.
+        let version = copy.get("apiVersion").and_then(Value::as_str);
+        if version.unwrap_or(&self.target.resource.api_version) != self.resource.api_version {
+            return Ok(None);
+        }
         let newer = meta(&copy, "resourceVersion").and_then(|rv| is_newer(rv, than));
         if newer != Some(true) {
             return Ok(None);

@@ -16,6 +16,8 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written
 /// Works for any kube resource: k8s-openapi types and `#[derive(CustomResource)]`
 /// types (`DynamicType = ()`) via [`Writer::new`], and [`DynamicObject`] via
 /// [`Writer::new_with`] and an [`ApiResource`]; namespaced and cluster-scoped;
+/// a copy read through another served version of the resource is written
+/// (and re-read) through that version;
 /// main resource and status subresource (chosen by the mutation; status
 /// goes through the main resource of a custom resource without the
 /// subresource).

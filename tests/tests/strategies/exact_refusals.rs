@@ -18,7 +18,7 @@ use concord_strategies::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, ObjectMeta};
 use kube::{CustomResource, ResourceExt};
 use schemars::JsonSchema;
@@ -489,6 +489,29 @@ async fn a_copy_read_in_another_served_version_is_written() -> anyhow::Result<()
             "{name}"
         );
         assert_eq!(stored.data["spec"]["size"], 1, "{name}");
+        // A stale copy in v2 after another writer's change: the re-read
+        // after the conflict is in v2 too.
+        let stale = raw_v2.get(&object).await?;
+        let other = json!({"metadata": {"labels": {"other": "1"}}});
+        raw_v1
+            .patch(&object, &PatchParams::default(), &Patch::Merge(other))
+            .await?;
+        let again = Mutation::from(Intent::set_label("seen", "again"));
+        if let Err(err) = writer.write(&stale, &again).await {
+            failed.push(format!("{name} after a conflict: {err}"));
+            continue;
+        }
+        let stored = raw_v1.get(&object).await?;
+        assert_eq!(
+            stored.labels().get("seen").map(String::as_str),
+            Some("again"),
+            "{name}"
+        );
+        assert_eq!(
+            stored.labels().get("other").map(String::as_str),
+            Some("1"),
+            "{name}"
+        );
     }
     assert!(failed.is_empty(), "{failed:#?}");
     Ok(())
