@@ -9,7 +9,7 @@
 //! list `<plural>/status`, and a status write sent there checks that the
 //! answer holds its change; when it does not, discovery is asked again:
 //! a status write then goes to `/status` if the subresource appeared, and
-//! otherwise fails ([`Error::StatusNotStored`](crate::Error::StatusNotStored)).
+//! otherwise fails ([`Error::StatusNotStored`]).
 //! A 404 from `/status` alone proves nothing (the object may be gone);
 //! discovery tells the two apart.
 //!
