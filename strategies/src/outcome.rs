@@ -62,7 +62,8 @@ pub enum Fallback {
     GuardedPatch,
     /// `guarded` (or `apply`'s guarded patch) sent `strict`'s
     /// `resourceVersion`-preconditioned patch: its JSON patch would have
-    /// exceeded the API server's limit of 10,000 operations.
+    /// exceeded the API server's limit of 10,000 operations, or the server
+    /// refused it for its size (`413`).
     OperationLimit,
 }
 

@@ -106,7 +106,20 @@ impl Session<'_> {
                 current = fresh;
                 continue;
             }
-            let answer = match self.send_once(&body, retry).await? {
+            let sent = match self.send_once(&body, retry).await {
+                // Refused for its size all the same (a server counting
+                // otherwise, a body past the byte limit): the same fallback.
+                Err(Error::Rejected { source, .. })
+                    if matches!(request, Request::Guarded) && too_large(&source) =>
+                {
+                    self.outcome.fall_back(Fallback::OperationLimit);
+                    request = Request::MergeWithVersion;
+                    retry = false;
+                    continue;
+                }
+                other => other?,
+            };
+            let answer = match sent {
                 Sent::Answer(answer) => answer,
                 Sent::Transient { error, after } => {
                     drop(turn);
@@ -311,6 +324,11 @@ impl Session<'_> {
         tokio::time::sleep(delay(retry, attempts - 1, None)).await;
         Ok(())
     }
+}
+
+/// Whether the API server refused a request for its size (`413`).
+fn too_large(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 413)
 }
 
 /// The values of the fields `mutation` depends on, in `object`.

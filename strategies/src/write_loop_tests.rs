@@ -255,3 +255,22 @@ async fn a_guarded_patch_past_the_operation_limit_goes_as_the_versioned_patch() 
     assert_eq!(written.outcome.requests(Verb::Patch), 1);
     assert_eq!(seen.lock().unwrap().len(), 1, "nothing sent before");
 }
+
+/// A guarded patch the server refuses for its size (`413`) is sent again
+/// as the versioned merge patch.
+#[tokio::test]
+async fn a_guarded_patch_refused_for_its_size_goes_as_the_versioned_patch() {
+    let (target, seen) = target(vec![
+        status(413, "RequestEntityTooLarge", 0),
+        (200, config_map("2", json!({"a": "1"}))),
+    ]);
+    let written = crate::Guarded::default()
+        .write(&target, &object(config_map("1", json!({}))), &label())
+        .await
+        .unwrap();
+    assert_eq!(
+        written.outcome.fallback,
+        Some(crate::Fallback::OperationLimit)
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
