@@ -338,8 +338,10 @@ where
 
     /// Creates `object` with one `POST`, through the strategy table's
     /// `create` operation of its resource (built-in `strict`), counted in
-    /// the write metrics. It must carry its name, and its namespace when
-    /// the resource is namespaced; it is sent as its type serializes it.
+    /// the write metrics. It must carry its name (or a `generateName`, and
+    /// the stored object comes back with the generated name), and its
+    /// namespace when the resource is namespaced; it is sent as its type
+    /// serializes it.
     ///
     /// Under `strict`, `update` and `guarded` an object of that name that
     /// already exists is [`WriteError::AlreadyExists`] (nothing is

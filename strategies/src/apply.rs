@@ -6,7 +6,7 @@ use crate::plan::{How, Plan};
 use crate::request::{Body, Request};
 use crate::session::{Answer, Session};
 use crate::write_loop::OnConflict;
-use crate::{Error, Intent, Mutation, Target, WriteStrategy, Written};
+use crate::{Error, Fallback, Intent, Mutation, Target, WriteStrategy, Written};
 
 /// `apply`: server-side apply with a field manager per intent, so each
 /// owner's finalizer, label or annotation is an entry of its own.
@@ -148,7 +148,7 @@ async fn run(
         // way unless `status.conditions` is known to be a map list: applied
         // to an atomic list (a CRD's default), one entry would replace
         // every other manager's.
-        session.outcome.fell_back = true;
+        session.outcome.fall_back(Fallback::GuardedPatch);
         let policy = ConflictPolicy::Retry(*retry);
         return session
             .drive(
@@ -283,7 +283,7 @@ async fn remove(
     // never ours: remove it with the guarded request (for a built-in type,
     // the strategic-merge delete directive, which nothing another writer
     // does to the list can trip).
-    session.outcome.fell_back = true;
+    session.outcome.fall_back(Fallback::GuardedPatch);
     let policy = ConflictPolicy::Retry(*retry);
     session
         .drive(
@@ -329,7 +329,7 @@ fn config(session: &Session<'_>, current: &Value, owned: Option<(&Intent, &Value
         metadata.insert("uid".into(), json!(uid));
     }
     let mut body = json!({
-        "apiVersion": session.target.resource.api_version,
+        "apiVersion": session.resource.api_version,
         "kind": session.target.resource.kind,
     });
     match owned {

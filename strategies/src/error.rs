@@ -119,6 +119,17 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A status change written through the main resource (the resource
+    /// had no status subresource) is not in the stored object the server
+    /// answered, and discovery still lists no status subresource: the
+    /// server dropped or rewrote it (a subresource discovery does not show
+    /// yet, pruning, a webhook). Never reported as written; a retry asks
+    /// discovery again.
+    #[error("the api server did not store the status change to {object}")]
+    StatusNotStored {
+        /// The object written.
+        object: ObjectKey,
+    },
     /// No strategy can be built for this name and conflict policy: an
     /// unknown strategy, or a policy the strategy cannot honour (a
     /// `requeue` policy on `apply`, `lax` or `locked`). Never a quiet
@@ -158,6 +169,7 @@ impl Error {
                 | Error::ConflictRetriesExhausted { .. }
                 | Error::TransientRetriesExhausted { .. }
                 | Error::Request { .. }
+                | Error::StatusNotStored { .. }
         )
     }
 }

@@ -2,13 +2,18 @@
 //!
 //! kube-apiserver applies a JSON patch to its own encoding of the stored
 //! object and compares each `test` value's bytes with the stored value's
-//! (for strings and numbers). Go's `encoding/json` writes `<`, `>`, `&`,
-//! U+2028 and U+2029 as `\u003c`, `\u003e`, `\u0026`, `\u2028`, `\u2029`,
-//! backspace and form feed as `\u0008` and `\u000c`, and floats in `%f`
-//! form between 1e-6 and 1e21 and as `1e+21`, `1e-7` outside it. A `test`
-//! of `a&b` sent as plain UTF-8 therefore never matches. Every JSON patch
-//! concord sends is written this way; the bytes mean the same JSON, so the
-//! values it adds or replaces are stored unchanged.
+//! (for strings and numbers). Go's `encoding/json` (Go 1.22 and later,
+//! which every supported Kubernetes is built with) writes `<`, `>`, `&`,
+//! U+2028 and U+2029 as `\u003c`, `\u003e`, `\u0026`, `\u2028`, `\u2029`;
+//! backspace, form feed, newline, carriage return and tab as `\b`, `\f`,
+//! `\n`, `\r`, `\t`; the other C0 controls as `\u00XX` in lower-case hex;
+//! `"` and `\` as `\"` and `\\`; and everything else raw (DEL, C1
+//! controls, non-ASCII). Floats go in `%f` form between 1e-6 and 1e21 and
+//! as `1e+21`, `1e-7` outside it. A `test` of `a&b` sent as plain UTF-8,
+//! or of a backspace sent as `\u0008`, therefore never matches (probed on
+//! the real server by `exact_refusals::the_server_tests_values_against_gos_encoding`).
+//! Every JSON patch concord sends is written this way; the bytes mean the
+//! same JSON, so the values it adds or replaces are stored unchanged.
 
 use std::io;
 
@@ -80,8 +85,12 @@ impl Formatter for GoFormatter {
             CharEscape::Quote => b"\\\"",
             CharEscape::ReverseSolidus => b"\\\\",
             CharEscape::Solidus => b"/",
-            CharEscape::Backspace => b"\\u0008",
-            CharEscape::FormFeed => b"\\u000c",
+            // Go 1.22 and later; a server-side apply body (read as YAML)
+            // keeps the `\u` forms every YAML reader knows.
+            CharEscape::Backspace if self.ascii => b"\\u0008",
+            CharEscape::FormFeed if self.ascii => b"\\u000c",
+            CharEscape::Backspace => b"\\b",
+            CharEscape::FormFeed => b"\\f",
             CharEscape::LineFeed => b"\\n",
             CharEscape::CarriageReturn => b"\\r",
             CharEscape::Tab => b"\\t",
@@ -132,10 +141,31 @@ mod tests {
         let text = String::from_utf8(to_vec(&value).unwrap()).unwrap();
         assert_eq!(
             text,
-            r#"{"v":"a\u0026b \u003cc\u003e \u2028\u2029 é \u0008\u000c\n\t\"\\ \u0001 /"}"#
+            r#"{"v":"a\u0026b \u003cc\u003e \u2028\u2029 é \b\f\n\t\"\\ \u0001 /"}"#
         );
         let back: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, value, "the same JSON");
+    }
+
+    #[test]
+    fn every_control_character_is_escaped_as_go_escapes_it() {
+        // As `encoding/json.Marshal` of Go 1.26 prints them.
+        for code in 0u32..0x20 {
+            let c = char::from_u32(code).unwrap();
+            let go = match c {
+                '\u{8}' => "\\b".to_owned(),
+                '\t' => "\\t".to_owned(),
+                '\n' => "\\n".to_owned(),
+                '\u{c}' => "\\f".to_owned(),
+                '\r' => "\\r".to_owned(),
+                _ => format!("\\u{code:04x}"),
+            };
+            let text = String::from_utf8(to_vec(&json!(c.to_string())).unwrap()).unwrap();
+            assert_eq!(text, format!("\"{go}\""), "U+{code:04X}");
+        }
+        let raw = "\u{7f}\u{80}\u{9f}\u{fffd}\u{feff}😀";
+        let text = String::from_utf8(to_vec(&json!(raw)).unwrap()).unwrap();
+        assert_eq!(text, format!("\"{raw}\""), "Go writes these raw");
     }
 
     #[test]

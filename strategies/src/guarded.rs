@@ -22,7 +22,11 @@ use crate::write_loop::OnConflict;
 /// A tripped test is a conflict: the object is re-read from the shared
 /// cache (a `GET` when it has not caught up), the mutation re-applied, and
 /// the write retried within the [`ConflictPolicy`] (or handed back with
-/// [`ConflictPolicy::Requeue`]).
+/// [`ConflictPolicy::Requeue`]). Except for a copy that may show what the
+/// server does not store (a typed copy shows a type's defaults, such as an
+/// empty map): when its test trips, the object is read, and if it is still
+/// the version the copy was read at, the patch is built again from that
+/// stored form and sent, with no conflict counted, under either policy.
 ///
 /// # Guarantees
 ///

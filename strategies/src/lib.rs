@@ -68,6 +68,7 @@ mod server_version;
 mod session;
 mod strategy;
 mod strict;
+mod subresource;
 mod target;
 mod turns;
 mod update;
@@ -104,7 +105,7 @@ pub use object_key::ObjectKey;
 #[doc(inline)]
 pub use observed::Observed;
 #[doc(inline)]
-pub use outcome::{Outcome, Verb, Written};
+pub use outcome::{Fallback, Outcome, Verb, Written};
 #[doc(hidden)]
 pub use plan::Plan;
 #[doc(inline)]

@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::{Outcome, Verb};
+use crate::{Fallback, Outcome, Verb};
 
 /// Upper bounds, in seconds, of the write-latency histogram buckets (the
 /// Prometheus client defaults); a final `+Inf` bucket follows.
@@ -27,6 +27,7 @@ pub struct WriteMetrics {
     unchanged: AtomicU64,
     gone: AtomicU64,
     fell_back: AtomicU64,
+    fallbacks: [AtomicU64; Fallback::ALL.len()],
     rereads_from_cache: AtomicU64,
     rereads_by_get: AtomicU64,
     rebased: AtomicU64,
@@ -50,8 +51,11 @@ pub struct MetricsSnapshot {
     pub unchanged: u64,
     /// Finalizer removals that found the object gone.
     pub gone: u64,
-    /// `apply` removals that fell back to a guarded JSON patch.
+    /// Writes that fell back to another request than their strategy's
+    /// usual one, for any reason.
     pub fell_back: u64,
+    /// Fallbacks by reason (see [`Fallback::index`]).
+    pub fallbacks: [u64; Fallback::ALL.len()],
     /// Re-reads after a conflict served from a watch cache.
     pub rereads_from_cache: u64,
     /// Re-reads after a conflict that sent a `GET`.
@@ -80,6 +84,11 @@ impl MetricsSnapshot {
         self.requests[verb.index()]
     }
 
+    /// Writes that fell back for `reason`.
+    pub fn fallbacks(&self, reason: Fallback) -> u64 {
+        self.fallbacks[reason.index()]
+    }
+
     /// Requests sent in all.
     pub fn total_requests(&self) -> u64 {
         self.requests.iter().sum()
@@ -95,6 +104,9 @@ impl WriteMetrics {
         add_if(&self.unchanged, outcome.unchanged);
         add_if(&self.gone, outcome.gone);
         add_if(&self.fell_back, outcome.fell_back);
+        if let Some(reason) = outcome.fallback {
+            self.fallbacks[reason.index()].fetch_add(1, Relaxed);
+        }
         self.rereads_from_cache
             .fetch_add(u64::from(outcome.rereads_from_cache), Relaxed);
         self.rereads_by_get
@@ -125,6 +137,7 @@ impl WriteMetrics {
             unchanged: self.unchanged.load(Relaxed),
             gone: self.gone.load(Relaxed),
             fell_back: self.fell_back.load(Relaxed),
+            fallbacks: std::array::from_fn(|i| self.fallbacks[i].load(Relaxed)),
             rereads_from_cache: self.rereads_from_cache.load(Relaxed),
             rereads_by_get: self.rereads_by_get.load(Relaxed),
             rebased: self.rebased.load(Relaxed),

@@ -126,8 +126,11 @@ impl Mutation {
     /// [`typed`](Self::typed).
     ///
     /// A main-resource mutation (`typed`, `custom`) that changes `status`
-    /// is refused ([`Error::UnsupportedMutation`](crate::Error::UnsupportedMutation)):
-    /// the API server would store the write without it.
+    /// is refused ([`Error::UnsupportedMutation`](crate::Error::UnsupportedMutation))
+    /// where the resource has a status subresource: the API server would
+    /// store the write without it. On a custom resource without one, both
+    /// are written through the main resource, under the same strategy
+    /// (discovery decides, once per target; see `subresource.rs`).
     pub fn typed_status<K, F>(f: F) -> Self
     where
         K: Serialize + DeserializeOwned,

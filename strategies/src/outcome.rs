@@ -50,6 +50,41 @@ impl Verb {
     }
 }
 
+/// Why a write sent another request than its strategy's usual one, as
+/// counted in [`MetricsSnapshot::fallbacks`](crate::MetricsSnapshot) and
+/// the `reason` label of `concord_write_fallbacks_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Fallback {
+    /// `apply` sent a guarded JSON patch: a mutation one apply request
+    /// cannot carry (several changes, a status change, a condition on an
+    /// atomic list), or the removal of an entry another manager co-owns.
+    GuardedPatch,
+    /// `guarded` (or `apply`'s guarded patch) sent `strict`'s
+    /// `resourceVersion`-preconditioned patch: its JSON patch would have
+    /// exceeded the API server's limit of 10,000 operations, or the server
+    /// refused it for its size (`413`).
+    OperationLimit,
+}
+
+impl Fallback {
+    /// Every reason, in index order.
+    pub const ALL: [Fallback; 2] = [Fallback::GuardedPatch, Fallback::OperationLimit];
+
+    /// The metrics-label spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Fallback::GuardedPatch => "guarded_patch",
+            Fallback::OperationLimit => "operation_limit",
+        }
+    }
+
+    /// A dense index in `0..Fallback::ALL.len()`.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// How a write went: what it cost and what it met on the way.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -72,9 +107,13 @@ pub struct Outcome {
     /// before a delete of it (its uid was no longer stored), which counts as
     /// done.
     pub gone: bool,
-    /// `apply` could not remove an entry another manager co-owns and fell
-    /// back to a guarded JSON patch.
+    /// The write sent another request than its strategy's usual one:
+    /// `apply` a guarded JSON patch, `guarded` the `resourceVersion`-
+    /// preconditioned patch; why is in [`fallback`](Self::fallback).
     pub fell_back: bool,
+    /// Why the write [fell back](Self::fell_back), the last reason if
+    /// several.
+    pub fallback: Option<Fallback>,
     /// Re-reads after a conflict served from the target's
     /// [fresh copies](crate::Target::with_fresh_copies) (no request).
     pub rereads_from_cache: u32,
@@ -100,10 +139,17 @@ impl Outcome {
             unchanged: false,
             gone: false,
             fell_back: false,
+            fallback: None,
             rereads_from_cache: 0,
             rereads_by_get: 0,
             rebased_on_own_write: false,
         }
+    }
+
+    /// Record that the write fell back, for `reason`.
+    pub(crate) fn fall_back(&mut self, reason: Fallback) {
+        self.fell_back = true;
+        self.fallback = Some(reason);
     }
 
     /// Requests sent with `verb`.

@@ -10,6 +10,10 @@ use crate::merge_patch::{merge_diff, set_metadata, sets_null};
 use crate::observed::meta;
 use crate::{Error, ObjectKey};
 
+/// The most operations kube-apiserver accepts in one JSON patch (more
+/// answer `413 RequestEntityTooLarge`).
+pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
 /// A body ready to send.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Body {
@@ -219,6 +223,12 @@ impl Body {
             | Body::Create(_)
             | Body::Delete { .. } => false,
         }
+    }
+
+    /// Whether the server would refuse this body for its number of JSON
+    /// patch operations.
+    pub(crate) fn exceeds_operation_limit(&self) -> bool {
+        matches!(self, Body::Json(Value::Array(ops)) if ops.len() > MAX_JSON_PATCH_OPERATIONS)
     }
 
     /// Whether a `422` to this body may mean a `test` tripped (retry on a

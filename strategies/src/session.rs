@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use concord_featuregates::{Operation, StrategyName};
 use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::core::{DynamicObject, Resource};
+use kube::core::{ApiResource, DynamicObject, Resource};
 use serde_json::Value;
 
 use crate::change::Holds;
@@ -45,8 +45,17 @@ pub(crate) struct Session<'a> {
     pub(crate) namespace: Option<String>,
     pub(crate) name: String,
     url: String,
+    /// The resource in the version the write goes through: the observed
+    /// copy's own (`in_version_of`).
+    pub(crate) resource: ApiResource,
     observed_uid: Option<String>,
-    status: bool,
+    /// Whether requests go to the status subresource.
+    pub(crate) status: bool,
+    /// Whether status changes go through the main resource: the resource
+    /// has no status subresource (`subresource.rs`).
+    pub(crate) status_on_main: bool,
+    /// Whether this status write was sent to the main resource instead.
+    pub(crate) rerouted: bool,
     only_removes_finalizers: bool,
     pub(crate) outcome: Outcome,
     start: Instant,
@@ -63,14 +72,26 @@ impl<'a> Session<'a> {
         observed: &Value,
         mutation: &Mutation,
     ) -> Result<Self, Error> {
+        let name = meta(observed, "name").map(str::to_owned);
+        Session::start_named(strategy, target, observed, mutation, name)
+    }
+
+    /// [`start`](Self::start) with the object's name given: a create with
+    /// `generateName` has none yet, and is named after its prefix.
+    pub(crate) fn start_named(
+        strategy: StrategyName,
+        target: &'a Target,
+        observed: &Value,
+        mutation: &Mutation,
+        name: Option<String>,
+    ) -> Result<Self, Error> {
         let namespace = meta(observed, "namespace").map(str::to_owned);
-        let name = meta(observed, "name");
         let key = ObjectKey::new(
             crate::object_key::qualified_plural(&target.resource),
             namespace.as_deref(),
-            name.unwrap_or_default(),
+            name.clone().unwrap_or_default(),
         );
-        let Some(name) = name.map(str::to_owned) else {
+        let Some(name) = name else {
             return Err(Error::MissingField {
                 object: key,
                 field: "metadata.name",
@@ -97,13 +118,19 @@ impl<'a> Session<'a> {
                 object: key,
             });
         }
+        let resource = crate::target::in_version_of(&target.resource, observed);
+        // Without a status subresource, status is the main resource's.
+        let status_on_main = target.status_subresource.known() == Some(false);
         Ok(Session {
+            status: status && !status_on_main,
+            status_on_main,
+            rerouted: status && status_on_main,
             target,
-            url: DynamicObject::url_path(&target.resource, namespace.as_deref()),
+            url: DynamicObject::url_path(&resource, namespace.as_deref()),
+            resource,
             namespace,
             name,
             observed_uid: meta(observed, "uid").map(str::to_owned),
-            status,
             only_removes_finalizers: mutation.only_removes_finalizers(),
             outcome: Outcome::new(strategy),
             start: Instant::now(),
@@ -141,13 +168,10 @@ impl<'a> Session<'a> {
         // refused, never reported as written.
         if let Some(next) = &next
             && !self.status
+            && !self.status_on_main
             && next.get("status") != object.get("status")
         {
-            return Err(Error::UnsupportedMutation {
-                strategy: self.outcome.strategy,
-                what: "a change to `status` in a main-resource mutation (use `Mutation::typed_status` or `Mutation::custom_status`)",
-                object: self.key.clone(),
-            });
+            return Err(self.status_refused());
         }
         Ok(next)
     }

@@ -5,10 +5,12 @@ use std::time::Duration;
 use concord_featuregates::RetryPolicy;
 use kube::Client;
 use kube::core::ApiResource;
+use serde_json::Value;
 
 #[cfg(feature = "testing")]
 use crate::BeforeWrite;
 use crate::fresh::DEFAULT_FRESH_WAIT;
+use crate::subresource::StatusSubresource;
 use crate::{FreshCopies, WriteMetrics, WriteTurns};
 
 /// The field manager concord writes under unless told otherwise.
@@ -40,6 +42,9 @@ pub struct Target {
     pub(crate) fresh: Option<Arc<dyn FreshCopies>>,
     pub(crate) fresh_wait: Duration,
     pub(crate) turns: WriteTurns,
+    /// What discovery said of the resource's status subresource
+    /// (`subresource.rs`), shared by the target's clones.
+    pub(crate) status_subresource: StatusSubresource,
     #[cfg(feature = "testing")]
     pub(crate) before_write: Option<Arc<dyn BeforeWrite>>,
 }
@@ -56,6 +61,7 @@ impl Target {
             fresh: None,
             fresh_wait: DEFAULT_FRESH_WAIT,
             turns: WriteTurns::default(),
+            status_subresource: StatusSubresource::default(),
             #[cfg(feature = "testing")]
             before_write: None,
         }
@@ -144,6 +150,26 @@ impl Target {
     }
 }
 
+/// `resource` in the version `object` was read in: a copy read through
+/// another served version of the same group is written, re-read and
+/// compared through that version, since its fields (and the `apiVersion`
+/// a `PUT` carries) are that version's. A copy without `apiVersion`, or
+/// naming another group, is the target's version.
+pub(crate) fn in_version_of(resource: &ApiResource, object: &Value) -> ApiResource {
+    let Some(api_version) = object.get("apiVersion").and_then(Value::as_str) else {
+        return resource.clone();
+    };
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    if group != resource.group || version == resource.version || version.is_empty() {
+        return resource.clone();
+    }
+    ApiResource {
+        version: version.to_owned(),
+        api_version: api_version.to_owned(),
+        ..resource.clone()
+    }
+}
+
 impl fmt::Debug for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Target")
@@ -155,5 +181,29 @@ impl fmt::Debug for Target {
             .field("fresh_wait", &self.fresh_wait)
             .field("turns", &self.turns.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_copy_is_written_through_the_version_it_was_read_in() {
+        let v1 = ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+        };
+        let read = |api_version: Value| in_version_of(&v1, &json!({"apiVersion": api_version}));
+        assert_eq!(read(json!("example.com/v2")).api_version, "example.com/v2");
+        assert_eq!(read(json!("example.com/v2")).version, "v2");
+        assert_eq!(read(json!("example.com/v2")).plural, "widgets");
+        assert_eq!(read(json!("example.com/v1")), v1);
+        assert_eq!(read(json!("other.com/v2")), v1, "another group is not ours");
+        assert_eq!(read(json!(null)), v1);
     }
 }

@@ -17,8 +17,9 @@ use crate::plan::{How, Plan, Read};
 use crate::request::{Body, Request};
 use crate::retry::delay;
 use crate::session::{Answer, Sent, Session};
+use crate::subresource::holds_change;
 use crate::turns;
-use crate::{Error, Mutation, Observed, Target, Written};
+use crate::{Error, Fallback, Mutation, Observed, Target, Written};
 
 /// What a strategy does on `409 Conflict` (or a tripped guard).
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +44,7 @@ impl Session<'_> {
         &mut self,
         mut current: Value,
         mutation: &Mutation,
-        request: Request,
+        mut request: Request,
         on_conflict: OnConflict<'_>,
     ) -> Result<Option<Value>, Error> {
         let takes_turns = matches!(on_conflict, OnConflict::Reread(_));
@@ -63,17 +64,30 @@ impl Session<'_> {
             if rebases
                 && let Some(copy) = turn
                     .as_ref()
-                    .and_then(|t| t.newer_than(&current, &self.target.resource.api_version))
+                    .and_then(|t| t.newer_than(&current, &self.resource.api_version))
             {
                 self.outcome.rebased_on_own_write = true;
                 current = copy;
             }
-            let Some(next) = self.mutate(mutation, &current)? else {
+            let Some(next) = self.mutate_learning(mutation, &current).await? else {
                 return Ok(Some(current));
             };
+            // A status change sent through the main resource is checked in
+            // the answer: a status subresource would have dropped it.
+            let status_change = self
+                .status_on_main
+                .then(|| (current.get("status").cloned(), next.get("status").cloned()));
             let Some(body) = request.build(&self.writing(mutation), &current, next)? else {
                 return Ok(Some(current));
             };
+            // A guarded patch the server would refuse for its size goes as
+            // `strict`'s patch instead: the observed `resourceVersion`
+            // guards every field, the written ones included.
+            if matches!(request, Request::Guarded) && body.exceeds_operation_limit() {
+                self.outcome.fall_back(Fallback::OperationLimit);
+                request = Request::MergeWithVersion;
+                continue;
+            }
             // A list sent whole carries each entry as the copy holds it: from
             // a copy that may lack fields (a typed object, a view) the
             // entries are taken from the server's own copy instead.
@@ -92,7 +106,20 @@ impl Session<'_> {
                 current = fresh;
                 continue;
             }
-            let answer = match self.send_once(&body, retry).await? {
+            let sent = match self.send_once(&body, retry).await {
+                // Refused for its size all the same (a server counting
+                // otherwise, a body past the byte limit): the same fallback.
+                Err(Error::Rejected { source, .. })
+                    if matches!(request, Request::Guarded) && too_large(&source) =>
+                {
+                    self.outcome.fall_back(Fallback::OperationLimit);
+                    request = Request::MergeWithVersion;
+                    retry = false;
+                    continue;
+                }
+                other => other?,
+            };
+            let answer = match sent {
                 Sent::Answer(answer) => answer,
                 Sent::Transient { error, after } => {
                     drop(turn);
@@ -107,9 +134,24 @@ impl Session<'_> {
                     if let Some(turn) = &mut turn {
                         turn.leave(&stored);
                     }
+                    if let Some((before, after)) = &status_change
+                        && !holds_change(before.as_ref(), after.as_ref(), stored.get("status"))
+                    {
+                        drop(turn);
+                        self.status_not_held().await?;
+                        self.complete = true;
+                        current = stored;
+                        continue;
+                    }
                     return Ok(Some(stored));
                 }
-                Answer::NotFound => return self.gone().map(|()| None),
+                Answer::NotFound => {
+                    drop(turn);
+                    if self.reroute_status().await? {
+                        continue;
+                    }
+                    return self.gone().map(|()| None);
+                }
                 Answer::Invalid(err) if body.invalid_means_conflict() => Some(err),
                 Answer::Invalid(err) if request.carries_uid() => return self.invalid(err).await,
                 Answer::Invalid(err) => {
@@ -121,9 +163,34 @@ impl Session<'_> {
                 Answer::Conflict => None,
             };
             drop(turn);
+            // A guard built from a copy that may show what the server does
+            // not store (a typed copy shows a type's defaults: an empty map
+            // the server never stored, whose members' `test`s fail) trips
+            // on the copy, not on a race, while the object is still the
+            // version the copy was read at: that version's own stored form
+            // decides, no conflict. Under `requeue` every retry would
+            // otherwise start from the same copy and trip the same way.
+            let mut read_after_trip = None;
+            if tripped.is_some() && !self.complete {
+                self.outcome.rereads_by_get += 1;
+                let Some(fresh) = self.get().await? else {
+                    return self.gone().map(|()| None);
+                };
+                let version = meta(&current, "resourceVersion");
+                if version.is_some() && meta(&fresh, "resourceVersion") == version {
+                    self.complete = true;
+                    current = fresh;
+                    continue;
+                }
+                read_after_trip = Some(fresh);
+            }
             attempts += 1;
             self.after_conflict(on_conflict, attempts).await?;
-            let Some((mut fresh, from_cache)) = self.reread(&current, request).await? else {
+            let reread = match read_after_trip {
+                Some(fresh) => Some((fresh, false)),
+                None => self.reread(&current, request).await?,
+            };
+            let Some((mut fresh, from_cache)) = reread else {
                 return self.gone().map(|()| None);
             };
             // A dependency that moved means the decision is stale: it goes
@@ -217,6 +284,12 @@ impl Session<'_> {
             return Ok(None);
         }
         let copy = copy.into_json();
+        // The cache holds the target's version (a listed copy names none):
+        // a write through another version reads its own by `GET`.
+        let version = copy.get("apiVersion").and_then(Value::as_str);
+        if version.unwrap_or(&self.target.resource.api_version) != self.resource.api_version {
+            return Ok(None);
+        }
         let newer = meta(&copy, "resourceVersion").and_then(|rv| is_newer(rv, than));
         if newer != Some(true) {
             return Ok(None);
@@ -251,6 +324,11 @@ impl Session<'_> {
         tokio::time::sleep(delay(retry, attempts - 1, None)).await;
         Ok(())
     }
+}
+
+/// Whether the API server refused a request for its size (`413`).
+fn too_large(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 413)
 }
 
 /// The values of the fields `mutation` depends on, in `object`.

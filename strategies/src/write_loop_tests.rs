@@ -180,3 +180,97 @@ async fn a_cached_copy_of_a_recreated_object_is_reported_as_such() {
         "{err:?}"
     );
 }
+
+/// The JSON patch a typed copy showing `data: {}` (which the server does
+/// not store) builds trips on the missing map; the same version read raw
+/// lands it, without a conflict, even under `requeue`.
+#[tokio::test]
+async fn a_guard_tripped_by_a_typed_copy_of_the_stored_version_is_rebuilt_from_it() {
+    let stored = config_map("1", json!({}));
+    let mut shown = stored.clone();
+    shown["data"] = json!({});
+    let mut landed = stored.clone();
+    landed["data"] = json!({"k": "v"});
+    let (target, seen) = target(vec![
+        status(422, "Invalid", 0),
+        (200, stored.clone()),
+        (200, landed),
+    ]);
+    let add = crate::Mutation::custom(|cm| cm["data"]["k"] = json!("v"));
+    let written = crate::Guarded::new(ConflictPolicy::Requeue)
+        .write_json(&target, Observed::typed(shown), &add)
+        .await
+        .unwrap();
+    assert_eq!(written.outcome.conflicts, 0, "{:?}", written.outcome);
+    assert_eq!(written.outcome.rereads_by_get, 1);
+    let path = "/api/v1/namespaces/ns/configmaps/cm";
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            format!("PATCH {path}"),
+            format!("GET {path}"),
+            format!("PATCH {path}")
+        ]
+    );
+}
+
+/// A guard tripped by a typed copy of an older version than the stored
+/// one is a conflict: under `requeue` it goes back to the reconciler.
+#[tokio::test]
+async fn a_guard_tripped_by_a_typed_copy_of_an_older_version_conflicts_under_requeue() {
+    let mut shown = config_map("1", json!({}));
+    shown["data"] = json!({});
+    let (target, _) = target(vec![
+        status(422, "Invalid", 0),
+        (200, config_map("2", json!({}))),
+    ]);
+    let add = crate::Mutation::custom(|cm| cm["data"]["k"] = json!("v"));
+    let err = crate::Guarded::new(ConflictPolicy::Requeue)
+        .write_json(&target, Observed::typed(shown), &add)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, crate::Error::Conflict { .. }), "{err:?}");
+}
+
+/// A guarded patch past the server's 10,000 operations goes as `strict`'s
+/// merge patch with the observed `resourceVersion`, counted as a fallback.
+#[tokio::test]
+async fn a_guarded_patch_past_the_operation_limit_goes_as_the_versioned_patch() {
+    let (target, seen) = target(vec![(200, config_map("2", json!({})))]);
+    let many = crate::Mutation::custom(|cm| {
+        for i in 0..5001 {
+            cm["data"][format!("k{i}")] = json!("v");
+        }
+    });
+    let mut observed = config_map("1", json!({}));
+    observed["data"] = json!({"kept": "yes"});
+    let written = crate::Guarded::default()
+        .write(&target, &object(observed), &many)
+        .await
+        .unwrap();
+    assert_eq!(
+        written.outcome.fallback,
+        Some(crate::Fallback::OperationLimit)
+    );
+    assert_eq!(written.outcome.requests(Verb::Patch), 1);
+    assert_eq!(seen.lock().unwrap().len(), 1, "nothing sent before");
+}
+
+/// A guarded patch the server refuses for its size (`413`) is sent again
+/// as the versioned merge patch.
+#[tokio::test]
+async fn a_guarded_patch_refused_for_its_size_goes_as_the_versioned_patch() {
+    let (target, seen) = target(vec![
+        status(413, "RequestEntityTooLarge", 0),
+        (200, config_map("2", json!({"a": "1"}))),
+    ]);
+    let written = crate::Guarded::default()
+        .write(&target, &object(config_map("1", json!({}))), &label())
+        .await
+        .unwrap();
+    assert_eq!(
+        written.outcome.fallback,
+        Some(crate::Fallback::OperationLimit)
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}

@@ -16,7 +16,11 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written
 /// Works for any kube resource: k8s-openapi types and `#[derive(CustomResource)]`
 /// types (`DynamicType = ()`) via [`Writer::new`], and [`DynamicObject`] via
 /// [`Writer::new_with`] and an [`ApiResource`]; namespaced and cluster-scoped;
-/// main resource and status subresource (chosen by the mutation).
+/// a copy read through another served version of the resource is written
+/// (and re-read) through that version;
+/// main resource and status subresource (chosen by the mutation; status
+/// goes through the main resource of a custom resource without the
+/// subresource).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -135,9 +139,17 @@ where
     /// `object` is sent as its type serializes it, so a field the type
     /// lacks is not set.
     ///
+    /// An object with `metadata.generateName` and no name is created under
+    /// the name the server generates (the written object carries it) by
+    /// every strategy that serves `create`. It is never sent twice after an
+    /// answer that may come after it was stored (a `5xx`): that answer is
+    /// [`Error::Request`], and an object may then exist under a generated
+    /// name.
+    ///
     /// # Errors
     ///
-    /// [`Error::AlreadyExists`], [`Error::MissingField`] without a name,
+    /// [`Error::AlreadyExists`], [`Error::MissingField`] without a name or
+    /// `generateName`,
     /// [`Error::NotFound`] naming the namespace when it does not exist,
     /// [`Error::Rejected`], [`Error::UnsupportedMutation`] for `locked` and
     /// `apply`, and the transient and transport errors of every write.

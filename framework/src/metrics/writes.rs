@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use concord_featuregates::StrategyName;
-use concord_strategies::{LATENCY_BUCKETS, Verb, WriteMetrics};
+use concord_strategies::{Fallback, LATENCY_BUCKETS, Verb, WriteMetrics};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -22,7 +22,7 @@ pub(crate) trait WriteSeries: Send + Sync + std::fmt::Debug {
 pub(crate) struct WriteCollector(pub(crate) Arc<dyn WriteSeries>);
 
 /// The counters that carry only the resource and strategy labels.
-const PLAIN: [(&str, &str); 5] = [
+const PLAIN: [(&str, &str); 4] = [
     (
         "concord_write_conflicts",
         "409 Conflict answers met by writes.",
@@ -31,10 +31,6 @@ const PLAIN: [(&str, &str); 5] = [
     (
         "concord_write_throttled",
         "429 Too Many Requests answers met by writes.",
-    ),
-    (
-        "concord_write_fallbacks",
-        "Apply writes that fell back to a guarded patch.",
     ),
     (
         "concord_write_rebased",
@@ -95,9 +91,25 @@ impl Collector for WriteCollector {
         for (pick, (name, help)) in PLAIN.iter().enumerate() {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (r, s, m) in &snapshots {
-                let n = [m.conflicts, m.retries, m.throttled, m.fell_back, m.rebased][pick];
+                let n = [m.conflicts, m.retries, m.throttled, m.rebased][pick];
                 let labels = [("resource", *r), ("strategy", *s)];
                 ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "concord_write_fallbacks",
+            "Writes that sent another request than their strategy's usual one, by reason: apply's guarded patch (guarded_patch), guarded's resourceVersion-preconditioned patch past the server's JSON-patch operation limit (operation_limit).",
+            None,
+            MetricType::Counter,
+        )?;
+        for (r, s, m) in &snapshots {
+            for reason in Fallback::ALL {
+                let labels = [
+                    ("resource", *r),
+                    ("strategy", *s),
+                    ("reason", reason.as_str()),
+                ];
+                ConstCounter::new(m.fallbacks(reason)).encode(family.encode_family(&labels)?)?;
             }
         }
         let mut family = encoder.encode_descriptor(

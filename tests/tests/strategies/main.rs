@@ -14,6 +14,7 @@ mod exact_support;
 mod strategies_support;
 
 mod apply;
+mod exact_refusals;
 mod exact_retries;
 mod exact_turns;
 mod exact_typed;
