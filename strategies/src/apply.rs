@@ -1,6 +1,7 @@
 use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 use serde_json::{Map, Value, json};
 
+use crate::ObjectKey;
 use crate::field_manager::manager_for;
 use crate::plan::{How, Plan};
 use crate::request::{Body, Request};
@@ -209,8 +210,13 @@ async fn owned(session: &mut Session<'_>, desired: Value) -> Result<Option<Value
         Answer::Conflict => Err(Error::Conflict {
             object: session.key.clone(),
         }),
+        // An apply creates what is absent: a `404` names what is missing
+        // around it, its namespace when the server says so.
         Answer::NotFound => Err(Error::NotFound {
-            object: session.key.clone(),
+            object: match session.missing_namespace.take() {
+                Some(namespace) => ObjectKey::new("namespaces", None, namespace),
+                None => session.key.clone(),
+            },
         }),
         Answer::Invalid(source) => Err(Error::Rejected {
             object: session.key.clone(),

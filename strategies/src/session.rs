@@ -62,6 +62,9 @@ pub(crate) struct Session<'a> {
     pub(crate) writes: u32,
     /// Whether the copy the write works from holds every stored field.
     pub(crate) complete: bool,
+    /// What the last `404 NotFound` said was missing, when it was the
+    /// object's namespace rather than the object.
+    pub(crate) missing_namespace: Option<String>,
 }
 
 impl<'a> Session<'a> {
@@ -136,6 +139,7 @@ impl<'a> Session<'a> {
             start: Instant::now(),
             writes: 0,
             complete: true,
+            missing_namespace: None,
             key,
         })
     }
@@ -279,7 +283,10 @@ impl<'a> Session<'a> {
         };
         Ok(Sent::Answer(match classify(&err) {
             Class::Conflict => Answer::Conflict,
-            Class::NotFound => Answer::NotFound,
+            Class::NotFound => {
+                self.missing_namespace = missing_namespace(&err);
+                Answer::NotFound
+            }
             Class::Invalid => Answer::Invalid(Box::new(err)),
             Class::Transient(after) => {
                 return Ok(Sent::Transient {
@@ -460,5 +467,18 @@ impl<'a> Session<'a> {
                 Err(err)
             }
         }
+    }
+}
+
+/// The namespace a `404 NotFound` names as missing (the API server's
+/// `details.kind` is `namespaces` when a write's namespace does not exist).
+fn missing_namespace(err: &kube::Error) -> Option<String> {
+    match err {
+        kube::Error::Api(status) => status
+            .details
+            .as_ref()
+            .filter(|d| d.kind == "namespaces")
+            .map(|d| d.name.clone()),
+        _ => None,
     }
 }

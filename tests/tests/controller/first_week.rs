@@ -257,6 +257,17 @@ async fn apply_without_an_owner_creates_updates_and_keeps_another_writers_fields
     assert_eq!(data.get("value").map(String::as_str), Some("second"));
     assert_eq!(data.get("theirs").map(String::as_str), Some("kept & <ü>"));
     assert!(stored.metadata.owner_references.is_none());
+
+    // Into a namespace that does not exist: the error names the namespace.
+    let nowhere = format!("{}-missing", ns.name());
+    match ctx.apply(config_map(Some(&nowhere), "settings")).await {
+        Err(WriteError::NotFound { object }) => assert_eq!(
+            object.to_string(),
+            format!("namespaces {nowhere}"),
+            "the missing namespace is named, not the object"
+        ),
+        other => panic!("expected NotFound for the namespace, got {other:?}"),
+    }
     Ok(())
 }
 
