@@ -93,7 +93,9 @@ where
     /// cluster-scoped object) from the shared watch cache — no request.
     /// `None` when the cache does not hold it (not created yet, deleted,
     /// outside this controller's selector, or no cache: see
-    /// [`store`](Self::store)).
+    /// [`store`](Self::store)), and when the copy it holds is older than
+    /// this manager's own last write of the object (read your own writes:
+    /// [`get`](Self::get) then reads the server).
     ///
     /// ```no_run
     /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::Pod>) {
@@ -104,7 +106,27 @@ where
     /// ```
     pub fn cached(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
         let key = crate::cache::object_ref::<K>(namespace, name, &self.dyntype);
-        self.store()?.get(&key)
+        let cached = self.store()?.get(&key)?;
+        self.is_current(&cached).then_some(cached)
+    }
+
+    /// Whether `cached` is at least as new as the manager's own last write
+    /// of its object.
+    fn is_current(&self, cached: &K) -> bool {
+        let meta = cached.meta();
+        let key = (
+            crate::cache::label_of(&ApiResource::erase::<K>(&self.dyntype)),
+            meta.namespace.clone(),
+            meta.name.clone().unwrap_or_default(),
+        );
+        let seen = match &meta.resource_version {
+            Some(version) => crate::own_writes::Seen::Held {
+                version: version.clone(),
+                uid: meta.uid.clone(),
+            },
+            None => crate::own_writes::Seen::Absent,
+        };
+        self.registry.own_writes().is_current(&key, &seen)
     }
 
     /// A read handle to every shared cache of the manager: the store of

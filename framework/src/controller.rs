@@ -115,6 +115,28 @@ pub(crate) struct Shared<K: AnyObject, R: Reconciler<K>> {
     pub(crate) name: String,
     /// This controller's seat at the sharding gate, when the manager is sharded.
     pub(crate) shard: Option<shard::Seat>,
+    /// Holds a reconcile back until the caches show the manager's own
+    /// writes it depends on; `None` when turned off.
+    pub(crate) fresh: Option<FreshGate>,
+}
+
+/// What a reconcile waits for before it starts: the manager's own last
+/// writes of the object and of the children written while reconciling it,
+/// in the caches (`own_writes.rs`).
+pub(crate) struct FreshGate {
+    pub(crate) own: Arc<crate::own_writes::OwnWrites>,
+    pub(crate) caches: Arc<crate::cache::Caches>,
+    /// The controller's resource, `plural.group`.
+    pub(crate) resource: String,
+    /// How long a reconcile waits before it is requeued.
+    pub(crate) limit: std::time::Duration,
+}
+
+impl FreshGate {
+    /// How long a reconcile waits for the caches before it is requeued.
+    pub(crate) const LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+    /// When a reconcile that gave up waiting runs again.
+    const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 }
 
 fn key_of<K: Resource>(object: &K) -> String {
@@ -136,9 +158,50 @@ where
     if let Admission::Refused = admission {
         return Ok(Action::await_change());
     }
+    let own_key = (
+        shared
+            .fresh
+            .as_ref()
+            .map(|g| g.resource.clone())
+            .unwrap_or_default(),
+        object.namespace(),
+        object.name_any(),
+    );
+    let object = match &shared.fresh {
+        None => object,
+        Some(gate) => {
+            let caught_up = gate
+                .own
+                .wait_for(&own_key, gate.limit, |k| gate.caches.seen(k))
+                .await;
+            let counters = &shared.counters;
+            match caught_up {
+                Ok(None) => object,
+                Ok(Some(waited)) => {
+                    counters.stale_waits.fetch_add(1, Relaxed);
+                    counters.stale_micros.fetch_add(micros(waited), Relaxed);
+                    // The copy handed out may be the one the wait was for:
+                    // the cache's is at least as new as the manager's writes.
+                    match shared.context.store().and_then(|s| s.get(&object_ref)) {
+                        Some(fresh) => fresh,
+                        None => return Ok(Action::await_change()),
+                    }
+                }
+                Err(waited) => {
+                    counters.stale_requeues.fetch_add(1, Relaxed);
+                    counters.stale_micros.fetch_add(micros(waited), Relaxed);
+                    tracing::debug!(controller = %shared.name, object = %key, "reconcile requeued: the cache does not show this manager's own last write yet");
+                    return Ok(Action::requeue(FreshGate::RETRY));
+                }
+            }
+        }
+    };
     let start = Instant::now();
     shared.counters.in_flight.fetch_add(1, Relaxed);
-    let work = shared.reconciler.reconcile(object, &shared.context);
+    let work = crate::own_writes::as_reconcile_of(
+        own_key,
+        shared.reconciler.reconcile(object, &shared.context),
+    );
     let Some(result) = shard::fenced(shared.shard.as_ref(), work).await else {
         shared.counters.in_flight.fetch_sub(1, Relaxed);
         tracing::warn!(controller = %shared.name, object = %key, "reconcile cancelled: the shard membership lease was not renewed in time");
@@ -166,6 +229,10 @@ where
         }
     }
     result
+}
+
+fn micros(elapsed: std::time::Duration) -> u64 {
+    u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn error_policy<K, R>(object: Arc<K>, error: &R::Error, shared: Arc<Shared<K, R>>) -> Action

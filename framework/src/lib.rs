@@ -40,6 +40,7 @@ mod leader;
 mod manager;
 mod metrics;
 mod object;
+mod own_writes;
 mod predicate;
 mod rbac;
 mod reconciler;

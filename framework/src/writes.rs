@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::cache::{CachedCopies, Caches};
 use crate::metrics::WriteSeries;
+use crate::own_writes::{Expect, OwnWrites};
 
 /// The writers of one resource type, one per [`Operation`], resolved from
 /// the strategy table once, when a controller or context is built.
@@ -23,12 +24,16 @@ use crate::metrics::WriteSeries;
 /// array index, no string work on the hot path.
 pub struct ResourceWriter<K> {
     cells: [Writer<K>; Operation::ALL.len()],
+    /// What the manager remembers of its writes, and the resource's name
+    /// in it (`plural.group`).
+    own: Option<(Arc<OwnWrites>, Arc<Caches>, String)>,
 }
 
 impl<K> Clone for ResourceWriter<K> {
     fn clone(&self) -> Self {
         ResourceWriter {
             cells: self.cells.clone(),
+            own: self.own.clone(),
         }
     }
 }
@@ -52,9 +57,36 @@ where
     ///
     /// Whatever the strategy reports: see [`concord_strategies::Error`].
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, WriteError> {
-        self.cells[mutation.operation().index()]
+        let written = self.cells[mutation.operation().index()]
             .write(observed, mutation)
-            .await
+            .await?;
+        self.remember(observed, written.object.as_ref());
+        Ok(written)
+    }
+
+    /// Records what a write left of `observed`'s object: `stored`, or that
+    /// it is gone.
+    fn remember(&self, observed: &K, stored: Option<&K>) {
+        let Some((own, caches, resource)) = &self.own else {
+            return;
+        };
+        let key = (resource.clone(), observed.meta().namespace.clone(), {
+            let meta = stored.map_or(observed.meta(), |s| s.meta());
+            meta.name.clone().unwrap_or_default()
+        });
+        // Only what a cache that selects every object of its scope would
+        // show: a cache that may never hold the object cannot be waited for.
+        if !caches.covers(resource, key.1.as_deref()) {
+            return;
+        }
+        let expect = match stored.and_then(|s| s.meta().resource_version.clone()) {
+            Some(version) => Expect::Version(version),
+            None if stored.is_none() => Expect::Gone {
+                uid: observed.meta().uid.clone(),
+            },
+            None => return,
+        };
+        own.record(key, expect, crate::own_writes::reconciling());
     }
 
     /// Creates `object` through the strategy configured for `create`
@@ -64,7 +96,11 @@ where
     ///
     /// As [`Writer::create`](concord_strategies::Writer::create).
     pub async fn create(&self, object: &K) -> Result<Written<K>, WriteError> {
-        self.cells[Operation::Create.index()].create(object).await
+        let written = self.cells[Operation::Create.index()].create(object).await?;
+        if let Some(stored) = &written.object {
+            self.remember(stored, Some(stored));
+        }
+        Ok(written)
     }
 
     /// Deletes the object `observed` is a copy of through the strategy
@@ -75,7 +111,11 @@ where
     ///
     /// As [`Writer::delete`](concord_strategies::Writer::delete).
     pub async fn delete(&self, observed: &K) -> Result<Written<K>, WriteError> {
-        self.cells[Operation::Delete.index()].delete(observed).await
+        let written = self.cells[Operation::Delete.index()]
+            .delete(observed)
+            .await?;
+        self.remember(observed, written.object.as_ref());
+        Ok(written)
     }
 
     /// The strategy configured for `operation`.
@@ -99,6 +139,8 @@ pub(crate) struct WriteRegistry {
     turns: WriteTurns,
     /// The resources writers were built for, in the order first asked.
     resources: Mutex<Vec<ResourceKey>>,
+    /// What this manager wrote, until its caches show it.
+    own: Arc<OwnWrites>,
 }
 
 impl std::fmt::Debug for WriteRegistry {
@@ -120,7 +162,13 @@ impl WriteRegistry {
             fresh_wait: DEFAULT_FRESH_WAIT,
             turns: WriteTurns::default(),
             resources: Mutex::default(),
+            own: Arc::default(),
         }
+    }
+
+    /// What this manager wrote, until its caches show it.
+    pub(crate) fn own_writes(&self) -> &Arc<OwnWrites> {
+        &self.own
     }
 
     /// How long a re-read after a conflict waits for the shared cache.
@@ -164,7 +212,10 @@ impl WriteRegistry {
                 .with_turns(self.turns.clone());
             Writer::from_target(target, strategy_for(choice.strategy, choice.on_conflict))
         });
-        ResourceWriter { cells }
+        ResourceWriter {
+            cells,
+            own: Some((self.own.clone(), self.caches.clone(), label)),
+        }
     }
 
     fn metrics_for(&self, resource: &str, strategy: StrategyName) -> Arc<WriteMetrics> {

@@ -156,6 +156,28 @@ impl<K: AnyObject> CompactObjects<K> {
         }
     }
 
+    /// The `resourceVersion` and uid of `namespace`/`name`, read from its
+    /// JSON without decoding the object.
+    pub(crate) fn version(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<(String, Option<String>)> {
+        #[derive(serde::Deserialize)]
+        struct Only {
+            metadata: Meta,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Meta {
+            resource_version: Option<String>,
+            uid: Option<String>,
+        }
+        let objects = self.read();
+        let only: Only = serde_json::from_slice(objects.get(&key(namespace, name))?).ok()?;
+        Some((only.metadata.resource_version?, only.metadata.uid))
+    }
+
     pub(crate) fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
         self.read().contains_key(&key(namespace, name))
     }

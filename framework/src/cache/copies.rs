@@ -21,6 +21,8 @@ use crate::AnyObject;
 /// A [`SharedCache`] with its type erased.
 pub(super) trait Lookup: Send + Sync {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
+    /// The cached object's `resourceVersion` and uid, if it is held.
+    fn version(&self, namespace: Option<&str>, name: &str) -> Option<(String, Option<String>)>;
     /// How many objects the store holds.
     fn objects(&self) -> usize;
     /// The size of the store's objects encoded as compact JSON.
@@ -48,6 +50,17 @@ impl<K: AnyObject> Lookup for SharedCache<K> {
 
     fn objects(&self) -> usize {
         self.objects().len()
+    }
+
+    fn version(&self, namespace: Option<&str>, name: &str) -> Option<(String, Option<String>)> {
+        match self.objects() {
+            Objects::Decoded(store) => {
+                let object = store.get(&super::object_ref(namespace, name, self.dyntype()))?;
+                let meta = object.meta();
+                Some((meta.resource_version.clone()?, meta.uid.clone()))
+            }
+            Objects::Compact(objects) => objects.version(namespace, name),
+        }
     }
 
     fn decoding(&self) -> (u64, f64) {

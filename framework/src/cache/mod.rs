@@ -39,7 +39,7 @@ pub(crate) use copies::CachedCopies;
 pub(crate) use index::{Index, Indexes, KeyFn};
 pub(crate) use queue::{Announced, Fairness, Slots};
 pub use reader::{CacheError, CacheReader};
-pub(crate) use registry::Caches;
+pub(crate) use registry::{Caches, label_of};
 pub(crate) use selection::Selection;
 pub(crate) use sizes::CacheSizes;
 pub(crate) use store::{Objects, Synced};
@@ -64,8 +64,8 @@ use self::watch::Writer;
 use crate::{AnyObject, Predicate};
 
 /// What [`SharedCache::listen`] calls with each object the watch applied
-/// or deleted.
-pub(crate) type Listener<K> = Box<dyn Fn(&K) + Send + Sync>;
+/// or deleted (`true`: deleted).
+pub(crate) type Listener<K> = Box<dyn Fn(&K, bool) + Send + Sync>;
 
 /// The shared cache of one resource type, scope and watch configuration.
 ///
@@ -158,9 +158,9 @@ impl<K: AnyObject> SharedCache<K> {
         lock(&self.listeners).push(listener);
     }
 
-    fn tell(&self, object: &K) {
+    fn tell(&self, object: &K, deleted: bool) {
         for listener in lock(&self.listeners).iter() {
-            listener(object);
+            listener(object, deleted);
         }
     }
 

@@ -14,6 +14,7 @@ use super::copies::Lookup;
 use super::projection::{Projection, WriterType};
 use super::{CacheLayout, CacheTrim, Index, KeyFn, Selection, SharedCache, Store, lock, sizes};
 use crate::AnyObject;
+use crate::own_writes::{Seen, WriteKey};
 use crate::task::Task;
 
 /// The shared caches of one manager.
@@ -142,6 +143,41 @@ impl Caches {
         true
     }
 
+    /// Whether a cache of `resource` (`plural.group`) selects every object
+    /// of `namespace` (no label, field or shard selector, and a scope that
+    /// holds the namespace): one that will show any write to it.
+    pub(crate) fn covers(&self, resource: &str, namespace: Option<&str>) -> bool {
+        lock(&self.entries).iter().any(|e| {
+            label_of(&e.resource) == resource
+                && e.selection.is_everything()
+                && (e.namespaces.is_empty()
+                    || namespace.is_some_and(|ns| e.namespaces.split(',').any(|n| n == ns)))
+        })
+    }
+
+    /// What the caches that [`covers`](Self::covers) `key`'s namespace
+    /// show of it: [`Seen::Uncached`] when none does.
+    pub(crate) fn seen(&self, key: &WriteKey) -> Seen {
+        let (resource, namespace, name) = key;
+        let entries = lock(&self.entries);
+        let covering = entries.iter().filter(|e| {
+            label_of(&e.resource) == *resource
+                && e.selection.is_everything()
+                && (e.namespaces.is_empty()
+                    || namespace
+                        .as_deref()
+                        .is_some_and(|ns| e.namespaces.split(',').any(|n| n == ns)))
+        });
+        let mut seen = Seen::Uncached;
+        for entry in covering {
+            match entry.copies.version(namespace.as_deref(), name) {
+                Some((version, uid)) => return Seen::Held { version, uid },
+                None => seen = Seen::Absent,
+            }
+        }
+        seen
+    }
+
     /// Each cache's labels and size, for [`CacheSizes`].
     pub(super) fn sizes(&self) -> Vec<sizes::Size> {
         let entries = lock(&self.entries);
@@ -210,4 +246,14 @@ impl Caches {
 
 fn same_resource(a: &ApiResource, b: &ApiResource) -> bool {
     (&a.group, &a.version, &a.plural) == (&b.group, &b.version, &b.plural)
+}
+
+/// A resource as the strategy table and the write ledger name it:
+/// `plural` or `plural.group`.
+pub(crate) fn label_of(resource: &ApiResource) -> String {
+    if resource.group.is_empty() {
+        resource.plural.clone()
+    } else {
+        format!("{}.{}", resource.plural, resource.group)
+    }
 }

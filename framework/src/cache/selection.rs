@@ -43,6 +43,11 @@ impl Selection {
         self
     }
 
+    /// Whether it selects every object of its scope.
+    pub(crate) fn is_everything(&self) -> bool {
+        self.shard.is_none() && self.labels.is_none() && self.fields.is_none()
+    }
+
     pub(super) fn resolve(&self) -> watcher::Config {
         let mut config = match &self.shard {
             Some((_, resolve)) => resolve(),

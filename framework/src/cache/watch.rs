@@ -137,7 +137,7 @@ impl<K: AnyObject> SharedCache<K> {
                 let old = self.old(&object);
                 writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
                 self.indexes.applied(&index_key(&object), &object);
-                self.tell(&object);
+                self.tell(&object, false);
                 self.refresh_hot(&object, false);
                 self.announce(old.as_deref(), object, lane);
             }
@@ -145,7 +145,7 @@ impl<K: AnyObject> SharedCache<K> {
                 self.refresh_hot(&object, true);
                 self.indexes.removed(&index_key(&object));
                 writer.apply_watcher_event(&watcher::Event::Delete(object.clone()));
-                self.tell(&object);
+                self.tell(&object, true);
             }
             watcher::Event::InitDone => {
                 let Some(Some(listed)) = relists.listing.get_mut(i).map(Option::take) else {
@@ -189,16 +189,16 @@ impl<K: AnyObject> SharedCache<K> {
         match event {
             watcher::Event::Apply(object) => {
                 self.indexes.applied(&index_key(object), object);
-                self.tell(object);
+                self.tell(object, false);
             }
             watcher::Event::Delete(object) => {
                 self.indexes.removed(&index_key(object));
-                self.tell(object);
+                self.tell(object, true);
             }
             watcher::Event::Init => self.indexes.list_started(),
             watcher::Event::InitApply(object) => {
                 self.indexes.listed(&index_key(object), object);
-                self.tell(object);
+                self.tell(object, false);
             }
             watcher::Event::InitDone => self.indexes.list_done(|(namespace, name)| {
                 self.objects

@@ -351,8 +351,10 @@ impl ManagerBuilder {
         );
         let metrics = Arc::new(Metrics::new(writes.clone(), counters));
         let caches = writes.caches().clone();
+        let own = writes.own_writes().clone();
         metrics.register(|registry| {
             registry.register_collector(Box::new(crate::cache::CacheSizes(caches)));
+            registry.register_collector(Box::new(crate::own_writes::RecordsHeld(own)));
         });
         let metrics_listener = match metrics_at {
             Some(at) => Some(bind(at, "metrics").await?),

@@ -7,6 +7,7 @@ use kube::api::Api;
 
 use super::Manager;
 use crate::cache::{CacheReader, KeyFn, Selection, SharedCache};
+use crate::own_writes::Seen;
 use crate::{AnyObject, Error, Object, Store};
 
 impl Manager {
@@ -66,6 +67,26 @@ impl Manager {
                 .caches()
                 .shared(&api, more, selection, trim, self.cache_layout, dyntype);
         if let Some(watch) = watch {
+            // The watch drops the manager's records of its own writes as
+            // it delivers them.
+            let own = self.writes.own_writes().clone();
+            let label = crate::cache::label_of(&resource);
+            cache.listen(Box::new(move |object: &C, deleted| {
+                let meta = object.meta();
+                let key = (
+                    label.clone(),
+                    meta.namespace.clone(),
+                    meta.name.clone().unwrap_or_default(),
+                );
+                let seen = match (deleted, &meta.resource_version) {
+                    (false, Some(version)) => Seen::Held {
+                        version: version.clone(),
+                        uid: meta.uid.clone(),
+                    },
+                    _ => Seen::Absent,
+                };
+                own.observed(&key, &seen);
+            }));
             let cold = self.args.leader_elect && self.args.cold_standby;
             self.health.readiness.add_waived(
                 &cache.check_name(),

@@ -48,6 +48,9 @@ pub(crate) struct Parts<K: AnyObject, E> {
     pub(crate) concurrency: u16,
     /// The objects other kinds' watch events map to, reconciled as they come.
     pub(crate) triggers: Vec<crate::controller::Trigger<K>>,
+    /// Whether a reconcile waits for the caches to show the manager's own
+    /// writes it depends on.
+    pub(crate) read_your_writes: bool,
 }
 
 impl<K: AnyObject, E> Default for Parts<K, E> {
@@ -60,6 +63,7 @@ impl<K: AnyObject, E> Default for Parts<K, E> {
             policy: None,
             concurrency: crate::DEFAULT_CONCURRENCY,
             triggers: Vec::new(),
+            read_your_writes: true,
         }
     }
 }
@@ -320,6 +324,14 @@ impl Manager {
             policy,
             name: name.to_owned(),
             shard: shard.as_ref().map(crate::sharding::hooks::Seat::at),
+            fresh: parts
+                .read_your_writes
+                .then(|| crate::controller::FreshGate {
+                    own: self.writes.own_writes().clone(),
+                    caches: self.writes.caches().clone(),
+                    resource: crate::cache::label_of(&resource),
+                    limit: crate::controller::FreshGate::LIMIT,
+                }),
         });
         self.controllers.push(pending(
             cache,

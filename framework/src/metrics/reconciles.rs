@@ -17,6 +17,13 @@ pub(crate) struct ReconcileCounters {
     pub(crate) errors: AtomicU64,
     pub(crate) in_flight: AtomicI64,
     pub(crate) seconds_micros: AtomicU64,
+    /// Reconciles that waited for the cache to show the manager's own
+    /// writes, and then ran.
+    pub(crate) stale_waits: AtomicU64,
+    /// Reconciles requeued because the cache did not catch up in time.
+    pub(crate) stale_requeues: AtomicU64,
+    /// Microseconds those reconciles waited.
+    pub(crate) stale_micros: AtomicU64,
 }
 
 /// Every controller's counters, read at each scrape.
@@ -80,6 +87,29 @@ impl Collector for ReconcileSeries {
         for (name, c) in map.iter() {
             let labels = [("controller", name.as_str())];
             let secs = c.seconds_micros.load(Relaxed) as f64 / 1e6;
+            ConstCounter::new(secs).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "concord_reconcile_stale_cache",
+            "Reconciles held back until the cache showed this manager's own last writes, by what followed: ran or requeued.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (name, c) in map.iter() {
+            for (outcome, n) in [("ran", &c.stale_waits), ("requeued", &c.stale_requeues)] {
+                let labels = [("controller", name.as_str()), ("outcome", outcome)];
+                ConstCounter::new(n.load(Relaxed)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "concord_reconcile_stale_cache_wait_seconds",
+            "Time reconciles waited for the cache to show this manager's own last writes.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (name, c) in map.iter() {
+            let labels = [("controller", name.as_str())];
+            let secs = c.stale_micros.load(Relaxed) as f64 / 1e6;
             ConstCounter::new(secs).encode(family.encode_family(&labels)?)?;
         }
         Ok(())

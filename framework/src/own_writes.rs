@@ -1,0 +1,402 @@
+//! Read your own writes: what the manager wrote, remembered per object
+//! until its caches have caught up, so that no reconcile decides on a
+//! cache older than the manager's own last write (the idea of KEP-5647,
+//! on comparable `resourceVersion`s, KEP-5504).
+//!
+//! Every write, create and delete made through the manager's writers
+//! records the object's expected state: the `resourceVersion` the API
+//! server answered, or that it is gone. The record also goes to the object
+//! being reconciled when the write was made (its owner, for a child it
+//! created or deleted). A reconcile of an object waits, bounded, until the
+//! caches hold its own and its children's recorded states; the watch drops
+//! each record as it delivers the recorded state or a newer one.
+//!
+//! Versions are compared as integers where both parse as such (the API
+//! server backed by etcd issues increasing integers), and by equality
+//! otherwise: never guessed.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use concord_strategies::is_newer;
+use tokio::sync::Notify;
+
+/// An object written: its resource (`plural.group`), namespace and name.
+pub(crate) type WriteKey = (String, Option<String>, String);
+
+tokio::task_local! {
+    /// The object a controller is reconciling on this task: the owner
+    /// of what it writes.
+    static RECONCILING: WriteKey;
+}
+
+/// The object being reconciled on this task, if any.
+pub(crate) fn reconciling() -> Option<WriteKey> {
+    RECONCILING.try_with(Clone::clone).ok()
+}
+
+/// Runs `work` as the reconcile of `key`: its writes are recorded as
+/// `key`'s.
+pub(crate) async fn as_reconcile_of<F: std::future::Future>(key: WriteKey, work: F) -> F::Output {
+    RECONCILING.scope(key, work).await
+}
+
+/// What the manager expects the caches to show of an object it wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// The object at this `resourceVersion` or later.
+    Version(String),
+    /// The object gone (or replaced by another of the same name: `uid` was
+    /// the deleted one's).
+    Gone { uid: Option<String> },
+}
+
+/// What a cache holds of an object, for [`Expect::met_by`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// No cache of the resource exists: nothing can be stale.
+    Uncached,
+    /// The cache does not hold it.
+    Absent,
+    /// The cache holds it at this version, with this uid.
+    Held {
+        version: String,
+        uid: Option<String>,
+    },
+}
+
+impl Expect {
+    /// Whether a cache showing `seen` has caught up with this write.
+    pub(crate) fn met_by(&self, seen: &Seen) -> bool {
+        match (self, seen) {
+            (_, Seen::Uncached) => true,
+            (Expect::Version(_), Seen::Absent) => false,
+            (Expect::Version(want), Seen::Held { version, .. }) => {
+                version == want || is_newer(version, want) == Some(true)
+            }
+            (Expect::Gone { .. }, Seen::Absent) => true,
+            (Expect::Gone { uid }, Seen::Held { uid: held, .. }) => {
+                uid.is_some() && held.is_some() && uid != held
+            }
+        }
+    }
+}
+
+struct Record {
+    expect: Expect,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    records: HashMap<WriteKey, Record>,
+    /// The writes made while reconciling each object (its children).
+    children: HashMap<WriteKey, Vec<WriteKey>>,
+    /// The records' count after the last sweep.
+    swept: usize,
+}
+
+/// The ledger of one manager's writes.
+pub(crate) struct OwnWrites {
+    state: Mutex<State>,
+    /// Woken whenever the watch drops a record.
+    caught_up: Notify,
+    /// How long a record is kept when no watch event drops it (a cache
+    /// that relisted past the object, a watch that never comes).
+    keep: Duration,
+    /// Records held now, for the gauge.
+    held: AtomicU64,
+}
+
+impl Default for OwnWrites {
+    fn default() -> Self {
+        OwnWrites::new(Duration::from_secs(60))
+    }
+}
+
+impl OwnWrites {
+    pub(crate) fn new(keep: Duration) -> Self {
+        OwnWrites {
+            state: Mutex::new(State::default()),
+            caught_up: Notify::new(),
+            keep,
+            held: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many records are held.
+    pub(crate) fn held(&self) -> u64 {
+        self.held.load(Relaxed)
+    }
+
+    /// Remembers that `key` was written to `expect`, made while
+    /// reconciling `during` (if any).
+    pub(crate) fn record(&self, key: WriteKey, expect: Expect, during: Option<WriteKey>) {
+        let mut state = self.lock();
+        if let Some(owner) = during.filter(|owner| *owner != key) {
+            let children = state.children.entry(owner).or_default();
+            if !children.contains(&key) {
+                children.push(key.clone());
+            }
+        }
+        state.records.insert(
+            key,
+            Record {
+                expect,
+                at: Instant::now(),
+            },
+        );
+        self.sweep(&mut state);
+        self.held.store(state.records.len() as u64, Relaxed);
+    }
+
+    /// The watch of a cache of `key`'s resource applied `seen` (or
+    /// deleted it: [`Seen::Absent`]): a record it meets is dropped.
+    pub(crate) fn observed(&self, key: &WriteKey, seen: &Seen) {
+        let mut state = self.lock();
+        let met = state
+            .records
+            .get(key)
+            .is_some_and(|r| r.expect.met_by(seen));
+        if met {
+            state.records.remove(key);
+            self.held.store(state.records.len() as u64, Relaxed);
+            drop(state);
+            self.caught_up.notify_waiters();
+        }
+    }
+
+    /// The records a reconcile of `key` waits for: its own and those of
+    /// the writes made while reconciling it; `None` when there are none.
+    fn pending(&self, key: &WriteKey) -> Vec<(WriteKey, Expect)> {
+        let mut state = self.lock();
+        let now = Instant::now();
+        let keep = self.keep;
+        let mut wanted = vec![key.clone()];
+        if let Some(children) = state.children.get(key) {
+            wanted.extend(children.iter().cloned());
+        }
+        let found: Vec<(WriteKey, Expect)> = wanted
+            .iter()
+            .filter_map(|k| {
+                let record = state.records.get(k)?;
+                (now.duration_since(record.at) < keep).then(|| (k.clone(), record.expect.clone()))
+            })
+            .collect();
+        // Children whose records went are forgotten.
+        let State {
+            records, children, ..
+        } = &mut *state;
+        if let Some(list) = children.get_mut(key) {
+            list.retain(|child| records.contains_key(child));
+            if list.is_empty() {
+                children.remove(key);
+            }
+        }
+        found
+    }
+
+    /// Waits until `seen` shows every write a reconcile of `key` depends
+    /// on, at most `limit`: `Ok(None)` when none was behind, `Ok(Some)`
+    /// with the time waited once the caches caught up, `Err` with that
+    /// time when they did not.
+    pub(crate) async fn wait_for(
+        &self,
+        key: &WriteKey,
+        limit: Duration,
+        seen: impl Fn(&WriteKey) -> Seen,
+    ) -> Result<Option<Duration>, Duration> {
+        let started = Instant::now();
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut first = true;
+        loop {
+            let mut notified = std::pin::pin!(self.caught_up.notified());
+            notified.as_mut().enable();
+            let pending = self.pending(key);
+            let behind: Vec<&(WriteKey, Expect)> = pending
+                .iter()
+                .filter(|(k, expect)| !expect.met_by(&seen(k)))
+                .collect();
+            if behind.is_empty() {
+                return Ok((!first).then(|| started.elapsed()));
+            }
+            first = false;
+            // A cache that shows the write drops the record even when its
+            // watch event was missed (a relist).
+            for (k, expect) in &pending {
+                if expect.met_by(&seen(k)) {
+                    self.observed(k, &seen(k));
+                }
+            }
+            // Woken by the watch, or every 50 ms to look again.
+            let next = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
+            if tokio::time::timeout_at(next, notified).await.is_err()
+                && tokio::time::Instant::now() >= deadline
+            {
+                return Err(started.elapsed());
+            }
+        }
+    }
+
+    /// Whether a copy `seen` of `key` is at least as new as the
+    /// manager's own last write of it.
+    pub(crate) fn is_current(&self, key: &WriteKey, seen: &Seen) -> bool {
+        let state = self.lock();
+        state
+            .records
+            .get(key)
+            .is_none_or(|r| r.at.elapsed() >= self.keep || r.expect.met_by(seen))
+    }
+
+    /// Drops records older than `keep` once they have doubled since the
+    /// last sweep (amortised, so the ledger stays within twice the writes
+    /// not yet observed).
+    fn sweep(&self, state: &mut State) {
+        const SWEEP_FROM: usize = 256;
+        let len = state.records.len();
+        if len < SWEEP_FROM || len < 2 * state.swept {
+            return;
+        }
+        let keep = self.keep;
+        state.records.retain(|_, r| r.at.elapsed() < keep);
+        let State {
+            records, children, ..
+        } = state;
+        children.retain(|_, list| {
+            list.retain(|child| records.contains_key(child));
+            !list.is_empty()
+        });
+        state.swept = state.records.len();
+    }
+}
+
+/// The gauge of the records held, for the metrics endpoint.
+#[derive(Debug)]
+pub(crate) struct RecordsHeld(pub(crate) std::sync::Arc<OwnWrites>);
+
+impl std::fmt::Debug for OwnWrites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnWrites")
+            .field("held", &self.held())
+            .finish_non_exhaustive()
+    }
+}
+
+impl prometheus_client::collector::Collector for RecordsHeld {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let family = encoder.encode_descriptor(
+            "concord_own_write_records",
+            "The manager's own writes its caches do not show yet (read your own writes).",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        prometheus_client::metrics::gauge::ConstGauge::new(self.0.held() as i64).encode(family)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> WriteKey {
+        ("configmaps".into(), Some("ns".into()), name.into())
+    }
+
+    fn held(version: &str) -> Seen {
+        Seen::Held {
+            version: version.into(),
+            uid: Some("u1".into()),
+        }
+    }
+
+    #[test]
+    fn versions_are_met_by_the_same_or_a_newer_one_and_never_guessed() {
+        let want = Expect::Version("10".into());
+        assert!(want.met_by(&held("10")));
+        assert!(want.met_by(&held("11")));
+        assert!(!want.met_by(&held("9")), "integers compare as integers");
+        assert!(!want.met_by(&Seen::Absent));
+        assert!(want.met_by(&Seen::Uncached));
+        let opaque = Expect::Version("abc".into());
+        assert!(opaque.met_by(&held("abc")));
+        assert!(
+            !opaque.met_by(&held("abd")),
+            "opaque versions: equality only"
+        );
+        let gone = Expect::Gone {
+            uid: Some("u1".into()),
+        };
+        assert!(gone.met_by(&Seen::Absent));
+        assert!(
+            !gone.met_by(&held("12")),
+            "the deleted object is still cached"
+        );
+        let successor = Seen::Held {
+            version: "13".into(),
+            uid: Some("u2".into()),
+        };
+        assert!(gone.met_by(&successor), "a successor of the same name");
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_waits_for_its_own_and_its_childrens_writes() {
+        let ledger = OwnWrites::default();
+        ledger.record(key("parent"), Expect::Version("5".into()), None);
+        ledger.record(
+            key("child"),
+            Expect::Version("6".into()),
+            Some(key("parent")),
+        );
+        let stale = |_: &WriteKey| held("4");
+        assert!(
+            ledger
+                .wait_for(&key("parent"), Duration::from_millis(60), stale)
+                .await
+                .is_err()
+        );
+        // The parent's watch caught up, the child's not yet.
+        ledger.observed(&key("parent"), &held("5"));
+        let seen = |k: &WriteKey| {
+            if k.2 == "child" {
+                Seen::Absent
+            } else {
+                held("5")
+            }
+        };
+        assert!(
+            ledger
+                .wait_for(&key("parent"), Duration::from_millis(60), seen)
+                .await
+                .is_err()
+        );
+        ledger.observed(&key("child"), &held("6"));
+        assert!(
+            ledger
+                .wait_for(&key("parent"), Duration::from_millis(60), seen)
+                .await
+                .is_ok()
+        );
+        assert_eq!(ledger.held(), 0, "every record went once observed");
+    }
+
+    #[test]
+    fn records_do_not_outlive_their_keep_time() {
+        let ledger = OwnWrites::new(Duration::ZERO);
+        for i in 0..10_000 {
+            ledger.record(key(&format!("o{i}")), Expect::Version("1".into()), None);
+        }
+        assert!(ledger.held() < 512, "{}", ledger.held());
+    }
+}
