@@ -14,5 +14,6 @@ mod api;
 mod context;
 mod dynamic;
 mod first_week;
+mod fresh;
 mod mapped;
 mod queue;
