@@ -94,6 +94,9 @@ struct State {
     records: HashMap<WriteKey, Record>,
     /// The writes made while reconciling each object (its children).
     children: HashMap<WriteKey, Vec<WriteKey>>,
+    /// The version each object's last own write stored, to tell the watch
+    /// events this manager caused (kept as long as a record).
+    caused: HashMap<WriteKey, (String, Instant)>,
     /// The records' count after the last sweep.
     swept: usize,
 }
@@ -138,14 +141,34 @@ impl OwnWrites {
     }
 
     /// Remembers that `key` was written to `expect`, made while
-    /// reconciling `during` (if any).
-    pub(crate) fn record(&self, key: WriteKey, expect: Expect, during: Option<WriteKey>) {
+    /// reconciling `during` (if any); `waited` says whether a cache that
+    /// will show it exists, so that reconciles may wait for it (otherwise
+    /// only the event it causes is remembered).
+    pub(crate) fn record(
+        &self,
+        key: WriteKey,
+        expect: Expect,
+        during: Option<WriteKey>,
+        waited: bool,
+    ) {
         let mut state = self.lock();
+        if !waited {
+            if let Expect::Version(version) = expect {
+                state.caused.insert(key, (version, Instant::now()));
+                self.sweep(&mut state);
+            }
+            return;
+        }
         if let Some(owner) = during.filter(|owner| *owner != key) {
             let children = state.children.entry(owner).or_default();
             if !children.contains(&key) {
                 children.push(key.clone());
             }
+        }
+        if let Expect::Version(version) = &expect {
+            state
+                .caused
+                .insert(key.clone(), (version.clone(), Instant::now()));
         }
         state.records.insert(
             key,
@@ -246,6 +269,16 @@ impl OwnWrites {
         }
     }
 
+    /// Whether the watch event that brought `key` at `version` is this
+    /// manager's own last write of it.
+    pub(crate) fn caused(&self, key: &WriteKey, version: &str) -> bool {
+        let state = self.lock();
+        state
+            .caused
+            .get(key)
+            .is_some_and(|(own, at)| own == version && at.elapsed() < self.keep)
+    }
+
     /// Whether a copy `seen` of `key` is at least as new as the
     /// manager's own last write of it.
     pub(crate) fn is_current(&self, key: &WriteKey, seen: &Seen) -> bool {
@@ -261,12 +294,13 @@ impl OwnWrites {
     /// not yet observed).
     fn sweep(&self, state: &mut State) {
         const SWEEP_FROM: usize = 256;
-        let len = state.records.len();
+        let len = state.records.len().max(state.caused.len());
         if len < SWEEP_FROM || len < 2 * state.swept {
             return;
         }
         let keep = self.keep;
         state.records.retain(|_, r| r.at.elapsed() < keep);
+        state.caused.retain(|_, (_, at)| at.elapsed() < keep);
         let State {
             records, children, ..
         } = state;
@@ -274,7 +308,7 @@ impl OwnWrites {
             list.retain(|child| records.contains_key(child));
             !list.is_empty()
         });
-        state.swept = state.records.len();
+        state.swept = state.records.len().max(state.caused.len());
     }
 }
 
@@ -395,7 +429,12 @@ mod tests {
     fn records_do_not_outlive_their_keep_time() {
         let ledger = OwnWrites::new(Duration::ZERO);
         for i in 0..10_000 {
-            ledger.record(key(&format!("o{i}")), Expect::Version("1".into()), None);
+            ledger.record(
+                key(&format!("o{i}")),
+                Expect::Version("1".into()),
+                None,
+                true,
+            );
         }
         assert!(ledger.held() < 512, "{}", ledger.held());
     }

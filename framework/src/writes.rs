@@ -75,10 +75,9 @@ where
             meta.name.clone().unwrap_or_default()
         });
         // Only what a cache that selects every object of its scope would
-        // show: a cache that may never hold the object cannot be waited for.
-        if !caches.covers(resource, key.1.as_deref()) {
-            return;
-        }
+        // show is waited for: a cache that may never hold the object
+        // cannot be.
+        let waited = caches.covers(resource, key.1.as_deref());
         let expect = match stored.and_then(|s| s.meta().resource_version.clone()) {
             Some(version) => Expect::Version(version),
             None if stored.is_none() => Expect::Gone {
@@ -86,7 +85,7 @@ where
             },
             None => return,
         };
-        own.record(key, expect, crate::own_writes::reconciling());
+        own.record(key, expect, crate::own_writes::reconciling(), waited);
     }
 
     /// Creates `object` through the strategy configured for `create`

@@ -70,6 +70,7 @@ pub struct ControllerBuilder<'m, K: AnyObject, R: Reconciler<K>> {
     concurrency: u16,
     triggers: Vec<Trigger<K>>,
     read_your_writes: bool,
+    skip_own_writes: bool,
     customize: Option<Customize<K>>,
 }
 
@@ -156,6 +157,7 @@ impl Manager {
             concurrency: crate::DEFAULT_CONCURRENCY,
             triggers: Vec::new(),
             read_your_writes: true,
+            skip_own_writes: false,
             customize: None,
         }
     }
@@ -231,6 +233,25 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
     /// measurements, or a reconciler that reads nothing it wrote.
     pub fn with_read_your_writes(mut self, on: bool) -> Self {
         self.read_your_writes = on;
+        self
+    }
+
+    /// Skips the watch events of this controller's objects that the
+    /// manager's own writes caused (the event's `resourceVersion` is the
+    /// one its last write of the object stored), so a write does not cost
+    /// a second reconcile where the reconciler would decide nothing new.
+    /// Together with [`with_predicate`](Self::with_predicate), an event
+    /// must pass both. The start of a deletion of an object holding a
+    /// finalizer is never skipped.
+    ///
+    /// # Caveats
+    ///
+    /// Another writer's change folded into the same event (a later
+    /// version) is not skipped; a change of the manager's own that the
+    /// reconciler must react to again (a status it computes from itself)
+    /// would be.
+    pub fn skip_own_writes(mut self) -> Self {
+        self.skip_own_writes = true;
         self
     }
 
@@ -436,10 +457,34 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
                 problems: problems.join("; "),
             });
         }
+        let predicate = match (self.skip_own_writes, self.predicate) {
+            (false, predicate) => predicate,
+            (true, predicate) => {
+                let own = self.manager.writes.own_writes().clone();
+                let resource =
+                    crate::cache::label_of(&kube::core::ApiResource::erase::<K>(&self.dyntype));
+                let not_own = Predicate::new(move |_, new: &K| {
+                    let meta = new.meta();
+                    let key = (
+                        resource.clone(),
+                        meta.namespace.clone(),
+                        meta.name.clone().unwrap_or_default(),
+                    );
+                    !meta
+                        .resource_version
+                        .as_deref()
+                        .is_some_and(|version| own.caused(&key, version))
+                });
+                Some(match predicate {
+                    Some(predicate) => predicate.and(not_own),
+                    None => not_own,
+                })
+            }
+        };
         let parts = Parts {
             labels,
             fields,
-            predicate: self.predicate,
+            predicate,
             backoff,
             policy: self.policy,
             concurrency: self.concurrency,

@@ -271,3 +271,89 @@ async fn a_controller_counting_children_in_its_cache_creates_exactly_what_it_nee
     );
     Ok(())
 }
+
+/// Labels each ConfigMap it reconciles and counts its reconciles.
+#[derive(Clone, Default)]
+struct Labelling(Arc<AtomicUsize>);
+
+#[concord::async_trait]
+impl Reconciler<ConfigMap> for Labelling {
+    type Error = WriteError;
+
+    async fn reconcile(
+        &self,
+        map: Arc<ConfigMap>,
+        ctx: &Context<ConfigMap>,
+    ) -> Result<Action, WriteError> {
+        self.0.fetch_add(1, Relaxed);
+        ctx.set_label(&map, "seen", "yes").await?;
+        Ok(Action::await_change())
+    }
+}
+
+/// `skip_own_writes`: the event of the controller's own label write does
+/// not reconcile the object again; another writer's change does.
+#[tokio::test]
+async fn skipping_own_writes_saves_the_second_reconcile_and_only_that() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let mut counts = Vec::new();
+    for skip in [false, true] {
+        let name = format!("skip-{skip}");
+        let mut manager = concord::testing::manager("skip-test", env.client()?).await?;
+        let labelling = Labelling::default();
+        let controller = manager
+            .controller("labelling", maps.clone(), labelling.clone())
+            .with_fields(&format!("metadata.name={name}"));
+        // ANCHOR: skip
+        let controller = if skip {
+            controller.skip_own_writes()
+        } else {
+            controller
+        };
+        // ANCHOR_END: skip
+        controller.add()?;
+        let running = concord::testing::start(manager);
+        let map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        maps.create(&PostParams::default(), &map).await?;
+        concord::testing::wait_for(&maps, &name, MINUTE, "get labelled", |m| {
+            m.labels().contains_key("seen")
+        })
+        .await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let after_own = labelling.0.load(Relaxed);
+        maps.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"theirs": "x"}})),
+        )
+        .await?;
+        let started = Instant::now();
+        while labelling.0.load(Relaxed) == after_own && started.elapsed() < MINUTE {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        running.stop().await?;
+        counts.push((after_own, labelling.0.load(Relaxed)));
+    }
+    println!(
+        "reconciles (after the own write, after another writer's): without skip {:?}, with skip {:?}",
+        counts[0], counts[1]
+    );
+    assert_eq!(
+        counts[0].0, 2,
+        "without skipping, the own label write reconciles again"
+    );
+    assert_eq!(counts[1].0, 1, "skipped: the create alone reconciled");
+    assert!(
+        counts[1].1 > counts[1].0,
+        "another writer's change is never skipped"
+    );
+    Ok(())
+}
