@@ -387,11 +387,12 @@ mod tests {
     #[tokio::test]
     async fn a_reconcile_waits_for_its_own_and_its_childrens_writes() {
         let ledger = OwnWrites::default();
-        ledger.record(key("parent"), Expect::Version("5".into()), None);
+        ledger.record(key("parent"), Expect::Version("5".into()), None, true);
         ledger.record(
             key("child"),
             Expect::Version("6".into()),
             Some(key("parent")),
+            true,
         );
         let stale = |_: &WriteKey| held("4");
         assert!(
