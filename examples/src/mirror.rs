@@ -61,25 +61,9 @@ pub struct MirrorStatus {
     pub conditions: Vec<MirrorCondition>,
 }
 
-/// One status condition.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MirrorCondition {
-    /// `Ready`.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True` or `False`.
-    pub status: String,
-    /// CamelCase reason.
-    #[serde(default)]
-    pub reason: String,
-    /// Human-readable message.
-    #[serde(default)]
-    pub message: String,
-    /// When `status` last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-}
+/// One status condition, as the CRD operator's (`concord::Condition`
+/// writes them).
+pub type MirrorCondition = crate::widgets::WidgetCondition;
 
 /// The label value naming `mirror` on its copies.
 pub fn from_value(mirror: &Mirror) -> String {

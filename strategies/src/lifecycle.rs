@@ -109,7 +109,6 @@ async fn create_in(
     strategy: StrategyName,
     object: Value,
 ) -> Result<Option<Value>, Error> {
-    let namespace = session.namespace.clone();
     let body = Body::Create(object);
     for attempt in 1..=LAX_CREATE_ATTEMPTS {
         match session.send(&body).await? {
@@ -129,17 +128,8 @@ async fn create_in(
                     object: session.key.clone(),
                 });
             }
-            // A create meets `404 NotFound` only for a missing namespace.
-            Answer::NotFound => {
-                return Err(Error::NotFound {
-                    object: ObjectKey::new("namespaces", None, namespace.unwrap_or_default()),
-                });
-            }
-            Answer::Invalid(source) => {
-                return Err(Error::Rejected {
-                    object: session.key.clone(),
-                    source,
-                });
+            refusal @ (Answer::NotFound | Answer::Invalid(_)) => {
+                return Err(refused(session, refusal));
             }
         }
     }
@@ -147,6 +137,34 @@ async fn create_in(
         object: session.key.clone(),
         attempts: LAX_CREATE_ATTEMPTS,
     })
+}
+
+/// The error of a create the server refused: `404 NotFound` (a create
+/// meets it only for a missing namespace, which it names) or `422`.
+fn refused(session: &mut Session<'_>, answer: Answer) -> Error {
+    match answer {
+        Answer::NotFound => Error::NotFound {
+            object: ObjectKey::new(
+                "namespaces",
+                None,
+                session
+                    .missing_namespace
+                    .take()
+                    .or_else(|| session.namespace.clone())
+                    .unwrap_or_default(),
+            ),
+        },
+        Answer::Invalid(source) => Error::Rejected {
+            object: session.key.clone(),
+            source,
+        },
+        Answer::Stored(_) | Answer::Conflict => Error::Rejected {
+            object: session.key.clone(),
+            source: Box::new(kube::Error::Service(
+                "a create was refused with an answer that is no refusal".into(),
+            )),
+        },
+    }
 }
 
 /// A create with `generateName`, under every strategy alike: each
@@ -157,7 +175,6 @@ async fn create_generated(
     session: &mut Session<'_>,
     object: Value,
 ) -> Result<Option<Value>, Error> {
-    let namespace = session.namespace.clone();
     let body = Body::Create(object);
     let mut transient = 0;
     let mut retry = false;
@@ -187,16 +204,8 @@ async fn create_generated(
                     session.outcome.retries += 1;
                 }
             }
-            Answer::NotFound => {
-                return Err(Error::NotFound {
-                    object: ObjectKey::new("namespaces", None, namespace.unwrap_or_default()),
-                });
-            }
-            Answer::Invalid(source) => {
-                return Err(Error::Rejected {
-                    object: session.key.clone(),
-                    source,
-                });
+            refusal @ (Answer::NotFound | Answer::Invalid(_)) => {
+                return Err(refused(session, refusal));
             }
         }
     }

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::exact_support;
+use crate::fresh::Labelling;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -271,23 +272,6 @@ async fn apply_without_an_owner_creates_updates_and_keeps_another_writers_fields
     Ok(())
 }
 
-/// Labels every ConfigMap it sees `seen=yes`.
-struct Labeller;
-
-#[concord::async_trait]
-impl Reconciler<ConfigMap> for Labeller {
-    type Error = WriteError;
-
-    async fn reconcile(
-        &self,
-        map: Arc<ConfigMap>,
-        ctx: &Context<ConfigMap>,
-    ) -> Result<Action, WriteError> {
-        ctx.set_label(&map, "seen", "yes").await?;
-        Ok(Action::await_change())
-    }
-}
-
 /// The test harness: a manager started in one call, a wait that returns
 /// the object once its condition holds and otherwise says what it last
 /// saw, and a graceful stop.
@@ -299,7 +283,7 @@ async fn the_test_harness_starts_waits_and_stops_a_manager() -> Result<()> {
     let client = env.client()?;
     let maps = Api::<ConfigMap>::namespaced(client.clone(), ns.name());
     let mut manager = concord::testing::manager("harness", client).await?;
-    manager.add_controller("labeller", maps.clone(), Labeller, |c| c);
+    manager.add_controller("labeller", maps.clone(), Labelling::default(), |c| c);
     let running = concord::testing::start(manager);
     maps.create(&PostParams::default(), &config_map(None, "watched"))
         .await?;

@@ -272,9 +272,10 @@ async fn a_controller_counting_children_in_its_cache_creates_exactly_what_it_nee
     Ok(())
 }
 
-/// Labels each ConfigMap it reconciles and counts its reconciles.
+/// Labels each ConfigMap it reconciles `seen=yes` and counts its
+/// reconciles.
 #[derive(Clone, Default)]
-struct Labelling(Arc<AtomicUsize>);
+pub(crate) struct Labelling(pub(crate) Arc<AtomicUsize>);
 
 #[concord::async_trait]
 impl Reconciler<ConfigMap> for Labelling {
