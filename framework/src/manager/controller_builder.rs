@@ -249,7 +249,8 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
     /// Another writer's change folded into the same event (a later
     /// version) is not skipped; a change of the manager's own that the
     /// reconciler must react to again (a status it computes from itself)
-    /// would be.
+    /// would be. An event that reaches the cache before the write's own
+    /// answer reaches the manager is not recognised, and is reconciled.
     pub fn skip_own_writes(mut self) -> Self {
         self.skip_own_writes = true;
         self
