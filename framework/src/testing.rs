@@ -3,7 +3,7 @@
 //! seen, stop it.
 //!
 //! ```no_run
-//! # async fn demo(client: kube::Client) -> anyhow::Result<()> {
+//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use concord::testing::{self, wait_for};
 //! use k8s_openapi::api::core::v1::ConfigMap;
