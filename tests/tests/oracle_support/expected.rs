@@ -139,6 +139,35 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
         Mut::SetData(k, v) => {
             map(&mut next, &["data"]).insert(k.clone(), json!(v));
         }
+        Mut::SetWeight(name, w) => {
+            let l = list(&mut next, &["spec"], "items");
+            if let Some(i) = l.iter_mut().find(|i| i["name"] == json!(name)) {
+                i["weight"] = json!(w);
+            }
+        }
+        Mut::TimedConditionMessage(m) => {
+            let l = next
+                .pointer_mut("/status/conditions")
+                .and_then(Value::as_array_mut);
+            if let Some(c) = l.and_then(|l| l.iter_mut().find(|c| c["type"] == "Ready")) {
+                c["message"] = json!(m);
+            }
+        }
+        Mut::SetAt(k, v) => {
+            map(&mut next, &["spec"]).insert(k.clone(), v.clone());
+        }
+        Mut::UpsertPort(port, protocol, name) => {
+            let l = list(&mut next, &["spec"], "ports");
+            let at = |p: &Value| p["port"] == json!(port) && p["protocol"] == json!(protocol);
+            match l.iter_mut().find(|p| at(p)) {
+                Some(p) => p["name"] = json!(name),
+                None => l.push(json!({"port": port, "protocol": protocol, "name": name})),
+            }
+        }
+        Mut::RemovePort(port, protocol) => {
+            list(&mut next, &["spec"], "ports")
+                .retain(|p| !(p["port"] == json!(port) && p["protocol"] == json!(protocol)));
+        }
     }
     tidy(&mut next);
     next
@@ -164,17 +193,11 @@ pub(crate) fn tidy(object: &mut Value) {
             }
         }
     }
-    if let Some(top) = object.as_object_mut() {
-        for key in ["data", "status"] {
-            if top.get(key).is_some_and(|v| v == &json!({}) || v.is_null()) {
-                top.remove(key);
-            }
-        }
-    }
     for list in [
         "/spec/items",
         "/spec/tags",
         "/spec/rules",
+        "/spec/ports",
         "/status/conditions",
     ] {
         let empty = object.pointer(list).is_some_and(|v| v == &json!([]));
@@ -183,6 +206,13 @@ pub(crate) fn tidy(object: &mut Value) {
             && let Some(m) = object.pointer_mut(parent).and_then(Value::as_object_mut)
         {
             m.remove(key);
+        }
+    }
+    if let Some(top) = object.as_object_mut() {
+        for key in ["data", "status"] {
+            if top.get(key).is_some_and(|v| v == &json!({}) || v.is_null()) {
+                top.remove(key);
+            }
         }
     }
 }

@@ -4,7 +4,9 @@
 //! case shrinks to a minimal one printed as a ready-to-paste test.
 #![allow(dead_code)]
 
+pub(crate) mod classes;
 pub(crate) mod expected;
+pub(crate) mod generate;
 pub(crate) mod model;
 pub(crate) mod mutations;
 pub(crate) mod race;
@@ -129,6 +131,12 @@ fn smaller(case: &Case) -> Vec<Case> {
     drop_each!(nested);
     drop_each!(data);
     drop_each!(conditions);
+    drop_each!(weights);
+    drop_each!(ports);
+    drop_each!(fields);
+    if i.fractions {
+        out.push(with(&|c| c.initial.fractions = false));
+    }
     if i.last_applied {
         out.push(with(&|c| c.initial.last_applied = false));
     }

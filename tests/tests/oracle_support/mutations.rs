@@ -8,7 +8,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::model::{Case, Copy, Mut};
-use super::types::{LagItem, SizeView, Sorted, Specimen};
+use super::types::{LagItem, SizeView, Sorted, Specimen, Timed, Weighted};
 
 /// The concord mutation standing for `case.mutation` on the case's copy.
 pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &str) -> Mutation {
@@ -65,6 +65,40 @@ pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &st
         Mut::TypedConditionMessage(m) => Mutation::typed(move |s: &mut Specimen| {
             if let Some(c) = s.status.as_mut().and_then(|s| s.conditions.first_mut()) {
                 c.message = m.clone();
+            }
+        }),
+        Mut::SetWeight(name, w) => Mutation::typed(move |s: &mut Weighted| {
+            if let Some(i) = s.spec.entries.iter_mut().find(|i| i.name == name) {
+                i.weight = w;
+            }
+        }),
+        Mut::TimedConditionMessage(m) => Mutation::typed_status(move |t: &mut Timed| {
+            let conditions = t.status.iter_mut().flat_map(|s| s.conditions.iter_mut());
+            if let Some(c) = conditions.into_iter().find(|c| c.type_ == "Ready") {
+                c.message = m.clone();
+            }
+        }),
+        Mut::SetAt(k, v) => dynamic(move |o| {
+            if !o["spec"].is_object() {
+                o["spec"] = json!({});
+            }
+            o["spec"][&k] = v.clone();
+        }),
+        Mut::UpsertPort(port, protocol, name) => dynamic(move |o| {
+            let mut ports = o["spec"]["ports"].as_array().cloned().unwrap_or_default();
+            let at = |p: &Value| p["port"] == json!(port) && p["protocol"] == json!(protocol);
+            match ports.iter_mut().find(|p| at(p)) {
+                Some(p) => p["name"] = json!(name),
+                None => ports.push(json!({"port": port, "protocol": protocol, "name": name})),
+            }
+            if !o["spec"].is_object() {
+                o["spec"] = json!({});
+            }
+            o["spec"]["ports"] = Value::Array(ports);
+        }),
+        Mut::RemovePort(port, protocol) => dynamic(move |o| {
+            if let Some(ports) = o["spec"]["ports"].as_array_mut() {
+                ports.retain(|p| !(p["port"] == json!(port) && p["protocol"] == json!(protocol)));
             }
         }),
         spec => spec_closure(typed_on, spec),

@@ -54,6 +54,11 @@ pub(crate) fn apply_race(race: &Race, mutation: &Mut, object: &mut Value) {
         Race::Size => object["spec"]["size"] = json!(99),
         Race::Color => object["spec"]["color"] = json!("blue"),
         Race::Phase => object["status"]["phase"] = json!("Raced <phase>"),
+        Race::Port => insert_at_0(
+            &mut object["spec"],
+            "ports",
+            json!({"port": 53, "protocol": "UDP", "name": "dns", "extra": "kept"}),
+        ),
     }
 }
 
@@ -132,7 +137,7 @@ impl RaceHook {
         apply_race(&self.case.race, &self.case.mutation, &mut object);
         let body: DynamicObject = serde_json::from_value(object)?;
         let pp = PostParams::default();
-        if touches_status(&self.case.race) {
+        if touches_status(&self.case.race) && self.case.kind != super::model::Kind::Bare {
             self.raw.replace_status(&self.name, &pp, &body).await?;
         } else {
             self.raw.replace(&self.name, &pp, &body).await?;
@@ -210,7 +215,12 @@ impl RaceHook {
                 m.remove(key);
             }
         }
-        let status = again.as_object_mut().and_then(|o| o.remove("status"));
+        // With a status subresource, the status is not created with the
+        // object.
+        let status = match self.case.kind {
+            super::model::Kind::Bare => None,
+            _ => again.as_object_mut().and_then(|o| o.remove("status")),
+        };
         let body: DynamicObject = serde_json::from_value(again)?;
         self.raw.create(&PostParams::default(), &body).await?;
         if let Some(status) = status {

@@ -21,7 +21,7 @@ use super::expected::{ANY_TIME, expected, invalidates, tidy};
 use super::model::{Case, Copy, Initial, Kind, Race};
 use super::mutations::to_mutation;
 use super::race::{RaceHook, apply_race};
-use super::types::{SizeView, Sorted, Specimen};
+use super::types::{SizeView, Sorted, Specimen, Timed, Weighted};
 
 /// The last-applied annotation the trimmed cache leaves out.
 pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -49,6 +49,7 @@ impl Oracle {
     pub(crate) async fn new() -> anyhow::Result<Self> {
         let env = concord_testenv::TestEnv::shared()?;
         env.install_crd(super::types::crd()?).await?;
+        env.install_crd(super::types::bare_crd()?).await?;
         let ns = env.namespace().await?;
         Ok(Oracle {
             client: env.client()?,
@@ -60,6 +61,12 @@ impl Oracle {
         match kind {
             Kind::Specimen => ApiResource::erase::<Specimen>(&()),
             Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
+            Kind::Bare => {
+                let mut bare = ApiResource::erase::<Specimen>(&());
+                bare.kind = "Bare".into();
+                bare.plural = "bares".into();
+                bare
+            }
         }
     }
 
@@ -112,8 +119,8 @@ impl Oracle {
                 let copy = self.raw(kind).get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
-            (Kind::Specimen, Copy::Trimmed) => {
-                let mut copy = self.raw(Kind::Specimen).get(name).await.map_err(fetch)?;
+            (kind @ (Kind::Specimen | Kind::Bare), Copy::Trimmed) => {
+                let mut copy = self.raw(kind).get(name).await.map_err(fetch)?;
                 trim(&mut copy.metadata, &case.strategy);
                 write_as(target, strategy, copy, mutation).await
             }
@@ -144,6 +151,14 @@ impl Oracle {
             }
             (Kind::Specimen, Copy::View) => {
                 let copy = self.api::<SizeView>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Specimen, Copy::Weighted) => {
+                let copy = self.api::<Weighted>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Specimen, Copy::Timed) => {
+                let copy = self.api::<Timed>().get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
             (Kind::Specimen, Copy::Meta) => {
@@ -202,7 +217,7 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
     let mut object = match kind {
         Kind::ConfigMap => json!({"apiVersion": "v1", "kind": "ConfigMap",
             "data": pairs(&initial.data)}),
-        Kind::Specimen => {
+        Kind::Specimen | Kind::Bare => {
             let mut spec = json!({});
             if let Some(size) = initial.size {
                 spec["size"] = json!(size);
@@ -219,6 +234,9 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
                         if let Some(extra) = extra {
                             item["extra"] = json!(extra);
                         }
+                        if let Some((_, w)) = initial.weights.iter().find(|(n, _)| n == name) {
+                            item["weight"] = w.clone();
+                        }
                         item
                     })
                     .collect();
@@ -232,8 +250,20 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
             if !initial.nested.is_empty() {
                 spec["nested"] = Value::Object(initial.nested.iter().cloned().collect());
             }
-            json!({"apiVersion": format!("{}/v1", super::types::GROUP), "kind": "Specimen",
-                "spec": spec})
+            if !initial.ports.is_empty() {
+                spec["ports"] = json!(initial.ports);
+            }
+            for (k, v) in &initial.fields {
+                spec[k] = v.clone();
+            }
+            let mut object = json!({"apiVersion": format!("{}/v1", super::types::GROUP),
+                "kind": format!("{kind:?}"), "spec": spec});
+            // Without a status subresource, the status is created with
+            // the object.
+            if let (Kind::Bare, Some(status)) = (kind, status(initial)) {
+                object["status"] = status;
+            }
+            object
         }
     };
     tidy(&mut metadata);
@@ -253,8 +283,13 @@ fn status(initial: &Initial) -> Option<Value> {
             .conditions
             .iter()
             .map(|(type_, status, message, severity)| {
+                let time = if initial.fractions {
+                    "2026-01-01T00:00:00.123456Z"
+                } else {
+                    "2026-01-01T00:00:00Z"
+                };
                 let mut c = json!({"type": type_, "status": status, "reason": "Initial",
-                    "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"});
+                    "message": message, "lastTransitionTime": time});
                 if let Some(severity) = severity {
                     c["severity"] = json!(severity);
                 }
@@ -321,6 +356,11 @@ fn matches(wanted: &Value, stored: &Value) -> bool {
         }
         (Value::Array(w), Value::Array(s)) => {
             w.len() == s.len() && w.iter().zip(s).all(|(a, b)| matches(a, b))
+        }
+        // A number is its value: `2.0` set is `2` stored (Go writes a
+        // whole float without fractions); integers compare exactly.
+        (Value::Number(w), Value::Number(s)) if w.is_f64() || s.is_f64() => {
+            w.as_f64() == s.as_f64()
         }
         _ => wanted == stored,
     }
