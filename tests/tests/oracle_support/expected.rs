@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{Mut, Race};
+use super::builtins;
+use super::model::{Kind, Mut, Race};
 
 /// Where a condition's `lastTransitionTime` may be any time.
 pub(crate) const ANY_TIME: &str = "<any time>";
@@ -141,7 +142,12 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
         }
         Mut::SetWeight(name, w) => {
             let l = list(&mut next, &["spec"], "items");
-            if let Some(i) = l.iter_mut().find(|i| i["name"] == json!(name)) {
+            // To the `f64` with a serde default, an absent weight is
+            // `0.0` already: setting `0.0` changes nothing, in the type's
+            // own terms.
+            if let Some(i) = l.iter_mut().find(|i| i["name"] == json!(name))
+                && !(i.get("weight").is_none() && *w == 0.0)
+            {
                 i["weight"] = json!(w);
             }
         }
@@ -162,6 +168,21 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
             match l.iter_mut().find(|p| at(p)) {
                 Some(p) => p["name"] = json!(name),
                 None => l.push(json!({"port": port, "protocol": protocol, "name": name})),
+            }
+        }
+        Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..) => {
+            let kind = match raw["kind"].as_str() {
+                Some("Deployment") => Kind::Deployment,
+                Some("Service") => Kind::Service,
+                _ => Kind::Pod,
+            };
+            let pointer = builtins::list_pointer(kind);
+            let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+            if let Some(parent) = next.pointer_mut(parent).and_then(Value::as_object_mut) {
+                let slot = parent.entry(key).or_insert_with(|| json!([]));
+                if let Some(list) = slot.as_array_mut() {
+                    builtins::apply(kind, mutation, list);
+                }
             }
         }
         Mut::RemovePort(port, protocol) => {
@@ -198,6 +219,8 @@ pub(crate) fn tidy(object: &mut Value) {
         "/spec/tags",
         "/spec/rules",
         "/spec/ports",
+        "/spec/template/spec/containers/0/env",
+        "/spec/tolerations",
         "/status/conditions",
     ] {
         let empty = object.pointer(list).is_some_and(|v| v == &json!([]));

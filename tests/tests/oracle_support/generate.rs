@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::builtins::{self, is_builtin};
 use super::model::{
     Case, Copy, DATA_KEYS, Initial, Kind, LABEL_VALUES, Mut, NESTED_KEYS, PORTS, Race, Rng,
 };
@@ -91,6 +92,10 @@ pub(crate) fn initial(rng: &mut Rng, kind: Kind) -> Initial {
     if rng.chance(30) {
         init.finalizers.push("example.com/ours".into());
     }
+    if is_builtin(kind) {
+        init.entries = builtins::entries(rng, kind);
+        return init;
+    }
     if kind == Kind::ConfigMap {
         for key in DATA_KEYS {
             if rng.chance(40) {
@@ -172,6 +177,15 @@ pub(crate) fn mutation(rng: &mut Rng, kind: Kind, copy: Copy) -> Mut {
     ];
     let item = (*rng.pick(&["a", "b", "c", "d"])).to_owned();
     let tag = (*rng.pick(&["a", "m", "q", "z"])).to_owned();
+    if is_builtin(kind) {
+        if copy != Copy::Meta {
+            options.push(builtins::mutation(rng, kind));
+            if rng.chance(50) {
+                return options.last().cloned().unwrap_or(Mut::ReverseItems);
+            }
+        }
+        return rng.pick(&options).clone();
+    }
     if kind == Kind::ConfigMap {
         if copy != Copy::Meta {
             let key = (*rng.pick(&DATA_KEYS)).to_owned();
@@ -273,7 +287,9 @@ pub(crate) fn race(rng: &mut Rng, kind: Kind, mutation: &Mut) -> Race {
     ) {
         options.push(Race::SameKey);
     }
-    if kind != Kind::ConfigMap {
+    if is_builtin(kind) {
+        options.push(Race::Entry);
+    } else if kind != Kind::ConfigMap {
         options.extend([
             Race::Condition,
             Race::Item,
@@ -302,17 +318,20 @@ pub(crate) fn copies(kind: Kind) -> &'static [Copy] {
             Copy::Timed,
         ],
         Kind::Bare => &[Copy::Raw, Copy::Trimmed],
-        Kind::ConfigMap => &[Copy::Raw, Copy::Trimmed, Copy::Typed, Copy::Meta],
+        _ => &[Copy::Raw, Copy::Trimmed, Copy::Typed, Copy::Meta],
     }
 }
 
 /// Case number `index` of the run seeded `seed`, over `strategies`.
 pub(crate) fn case(seed: u64, index: u64, strategies: &[&str]) -> Case {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407));
-    let kind = match rng.below(10) {
-        0..=5 => Kind::Specimen,
-        6 | 7 => Kind::Bare,
-        _ => Kind::ConfigMap,
+    let kind = match rng.below(20) {
+        0..=8 => Kind::Specimen,
+        9..=11 => Kind::Bare,
+        12..=14 => Kind::ConfigMap,
+        15 | 16 => Kind::Deployment,
+        17 | 18 => Kind::Service,
+        _ => Kind::Pod,
     };
     let copy = *rng.pick(copies(kind));
     let strategy = (*rng.pick(strategies)).to_owned();

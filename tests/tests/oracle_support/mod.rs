@@ -4,6 +4,7 @@
 //! case shrinks to a minimal one printed as a ready-to-paste test.
 #![allow(dead_code)]
 
+pub(crate) mod builtins;
 pub(crate) mod classes;
 pub(crate) mod expected;
 pub(crate) mod generate;
@@ -134,6 +135,7 @@ fn smaller(case: &Case) -> Vec<Case> {
     drop_each!(weights);
     drop_each!(ports);
     drop_each!(fields);
+    drop_each!(entries);
     if i.fractions {
         out.push(with(&|c| c.initial.fractions = false));
     }

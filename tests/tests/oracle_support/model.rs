@@ -47,6 +47,12 @@ pub(crate) enum Kind {
     /// The same schema as [`Kind::Specimen`] without a status
     /// subresource: status is written through the main resource.
     Bare,
+    /// A Deployment: the env of its first container.
+    Deployment,
+    /// A Service: its ports, keyed by `port` + `protocol`.
+    Service,
+    /// A Pod: its tolerations (append only).
+    Pod,
 }
 
 /// The copy a writer holds.
@@ -131,6 +137,13 @@ pub(crate) enum Mut {
     UpsertPort(i64, String, String),
     /// A raw closure: the entry (`port`, `protocol`) removed.
     RemovePort(i64, String),
+    /// A typed closure over a built-in kind's k8s-openapi type: the entry
+    /// appended to the kind's list if no entry has its key.
+    AddEntry(Value),
+    /// A typed closure: the entry with this key removed.
+    RemoveEntry(Value),
+    /// A typed closure: a field of the entry with this key set.
+    SetEntry(Value, String, Value),
 }
 
 /// A change by another writer between the copy's read and the write.
@@ -163,6 +176,8 @@ pub(crate) enum Race {
     Recreate,
     /// Another entry at index 0 of the two-key list.
     Port,
+    /// Another entry at index 0 of a built-in kind's list.
+    Entry,
 }
 
 /// The object a case starts from.
@@ -196,6 +211,9 @@ pub(crate) struct Initial {
     /// `cpu` (quantity), `aliases` (set list).
     #[serde(default)]
     pub(crate) fields: Vec<(String, Value)>,
+    /// The entries of a built-in kind's list.
+    #[serde(default)]
+    pub(crate) entries: Vec<Value>,
 }
 
 /// One case.

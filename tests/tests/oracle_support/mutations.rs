@@ -101,6 +101,9 @@ pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &st
                 ports.retain(|p| !(p["port"] == json!(port) && p["protocol"] == json!(protocol)));
             }
         }),
+        m @ (Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..)) => {
+            super::builtins::to_mutation(case.kind, m)
+        }
         spec => spec_closure(typed_on, spec),
     }
 }

@@ -9,7 +9,8 @@ use anyhow::Context as _;
 use concord_strategies::{
     ConflictPolicy, Error, Mutation, ObjectKey, Target, Writer, strategy_for,
 };
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
@@ -61,6 +62,9 @@ impl Oracle {
         match kind {
             Kind::Specimen => ApiResource::erase::<Specimen>(&()),
             Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
+            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+            Kind::Service => ApiResource::erase::<Service>(&()),
+            Kind::Pod => ApiResource::erase::<Pod>(&()),
             Kind::Bare => {
                 let mut bare = ApiResource::erase::<Specimen>(&());
                 bare.kind = "Bare".into();
@@ -119,7 +123,23 @@ impl Oracle {
                 let copy = self.raw(kind).get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
-            (kind @ (Kind::Specimen | Kind::Bare), Copy::Trimmed) => {
+            (Kind::Deployment, Copy::Typed) => {
+                let copy = self.api::<Deployment>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Service, Copy::Typed) => {
+                let copy = self.api::<Service>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Pod, Copy::Typed) => {
+                let copy = self.api::<Pod>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (kind, Copy::Meta) if super::builtins::is_builtin(kind) => {
+                let copy = self.raw(kind).get_metadata(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (kind, Copy::Trimmed) if kind != Kind::ConfigMap => {
                 let mut copy = self.raw(kind).get(name).await.map_err(fetch)?;
                 trim(&mut copy.metadata, &case.strategy);
                 write_as(target, strategy, copy, mutation).await
@@ -217,7 +237,10 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
     let mut object = match kind {
         Kind::ConfigMap => json!({"apiVersion": "v1", "kind": "ConfigMap",
             "data": pairs(&initial.data)}),
-        Kind::Specimen | Kind::Bare => {
+        kind if super::builtins::is_builtin(kind) => {
+            super::builtins::object(kind, &initial.entries)
+        }
+        _ => {
             let mut spec = json!({});
             if let Some(size) = initial.size {
                 spec["size"] = json!(size);
