@@ -159,6 +159,9 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
                 c["message"] = json!(m);
             }
         }
+        Mut::SetColor(c) => {
+            map(&mut next, &["spec"]).insert("color".into(), json!(c));
+        }
         Mut::SetAt(k, v) => {
             map(&mut next, &["spec"]).insert(k.clone(), v.clone());
         }
@@ -170,6 +173,8 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
                 None => l.push(json!({"port": port, "protocol": protocol, "name": name})),
             }
         }
+        // Judged in `lifecycle.rs`.
+        Mut::Create | Mut::CreateGenerated | Mut::Delete => {}
         Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..) => {
             let kind = match raw["kind"].as_str() {
                 Some("Deployment") => Kind::Deployment,

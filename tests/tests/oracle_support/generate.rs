@@ -238,6 +238,11 @@ pub(crate) fn mutation(rng: &mut Rng, kind: Kind, copy: Copy) -> Mut {
         Copy::View => options.push(Mut::SetSize(rng.below(9) as i64)),
         Copy::Weighted => options.push(Mut::SetWeight(item, weight(rng))),
         Copy::Timed => options.push(Mut::TimedConditionMessage(rng.hostile())),
+        Copy::Mapped => {
+            let key = (*rng.pick(&NESTED_KEYS)).to_owned();
+            options.push(Mut::SetNested(key, nested_value(rng)));
+            options.push(Mut::SetColor((*rng.pick(&["red", "green", "blue"])).into()));
+        }
         Copy::Meta | Copy::Typed => {}
     }
     // Spread the draws: the copy's own closures as often as the intents.
@@ -316,6 +321,7 @@ pub(crate) fn copies(kind: Kind) -> &'static [Copy] {
             Copy::Meta,
             Copy::Weighted,
             Copy::Timed,
+            Copy::Mapped,
         ],
         Kind::Bare => &[Copy::Raw, Copy::Trimmed],
         _ => &[Copy::Raw, Copy::Trimmed, Copy::Typed, Copy::Meta],
@@ -339,7 +345,23 @@ pub(crate) fn case(seed: u64, index: u64, strategies: &[&str]) -> Case {
     while !serves(&strategy, &mutation) {
         mutation = self::mutation(&mut rng, kind, copy);
     }
-    let race = race(&mut rng, kind, &mutation);
+    // Creates and deletes, by the strategies with a `create` and a
+    // `delete` cell, from the copies a delete reads (a create sends the
+    // case's object); a built-in kind's defaults are not modelled, so it
+    // is deleted, not created.
+    let lifecycle = matches!(copy, Copy::Raw | Copy::Trimmed | Copy::Meta)
+        && !matches!(strategy.as_str(), "locked" | "apply");
+    if lifecycle && rng.chance(12) {
+        mutation = match rng.below(3) {
+            0 if !is_builtin(kind) => Mut::Create,
+            1 if !is_builtin(kind) => Mut::CreateGenerated,
+            _ => Mut::Delete,
+        };
+    }
+    let race = match mutation {
+        Mut::Create | Mut::CreateGenerated => Race::None,
+        _ => race(&mut rng, kind, &mutation),
+    };
     Case {
         strategy,
         kind,

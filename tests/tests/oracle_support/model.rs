@@ -79,6 +79,9 @@ pub(crate) enum Copy {
     /// A type holding the conditions as k8s-openapi `Condition`s (whole
     /// seconds, no `severity`).
     Timed,
+    /// A type holding the nested map as a `HashMap` and the colour as an
+    /// enum.
+    Mapped,
 }
 
 /// A mutation as the oracle states it.
@@ -129,6 +132,8 @@ pub(crate) enum Mut {
     /// A `typed_status` closure (k8s-openapi conditions): the message of
     /// the condition `Ready`.
     TimedConditionMessage(String),
+    /// A typed closure (the enum): `spec.color`.
+    SetColor(String),
     /// A raw closure setting the field at a JSON pointer of `spec` (the
     /// nullable, int-or-string, quantity and set-list fields).
     SetAt(String, Value),
@@ -137,6 +142,12 @@ pub(crate) enum Mut {
     UpsertPort(i64, String, String),
     /// A raw closure: the entry (`port`, `protocol`) removed.
     RemovePort(i64, String),
+    /// `Writer::create` of the case's object under its name.
+    Create,
+    /// `Writer::create` of the case's object with `generateName`.
+    CreateGenerated,
+    /// `Writer::delete` from the copy.
+    Delete,
     /// A typed closure over a built-in kind's k8s-openapi type: the entry
     /// appended to the kind's list if no entry has its key.
     AddEntry(Value),

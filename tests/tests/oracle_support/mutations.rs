@@ -8,7 +8,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::model::{Case, Copy, Mut};
-use super::types::{LagItem, SizeView, Sorted, Specimen, Timed, Weighted};
+use super::types::{Color, LagItem, Mapped, SizeView, Sorted, Specimen, Timed, Weighted};
 
 /// The concord mutation standing for `case.mutation` on the case's copy.
 pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &str) -> Mutation {
@@ -32,6 +32,14 @@ pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &st
         })
         .into(),
         Mut::SetPhase(p) => Intent::MergeStatus(json!({ "phase": p })).into(),
+        Mut::SetNested(k, v) if typed_on == Copy::Mapped => {
+            Mutation::typed(move |m: &mut Mapped| {
+                m.spec.nested.insert(k.clone(), v.clone());
+            })
+        }
+        Mut::SetColor(c) => Mutation::typed(move |m: &mut Mapped| {
+            m.spec.color = serde_json::from_value::<Color>(json!(c)).ok();
+        }),
         Mut::SetNested(k, v) => Mutation::custom(move |o| {
             if !o["spec"]["nested"].is_object() {
                 o["spec"]["nested"] = json!({});
@@ -101,6 +109,8 @@ pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &st
                 ports.retain(|p| !(p["port"] == json!(port) && p["protocol"] == json!(protocol)));
             }
         }),
+        // Not a mutation: `lifecycle.rs` creates and deletes.
+        Mut::Create | Mut::CreateGenerated | Mut::Delete => Mutation::custom(|_| {}),
         m @ (Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..)) => {
             super::builtins::to_mutation(case.kind, m)
         }

@@ -19,10 +19,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::expected::{ANY_TIME, expected, invalidates, tidy};
-use super::model::{Case, Copy, Initial, Kind, Race};
+use super::model::{Case, Copy, Initial, Kind, Mut, Race};
 use super::mutations::to_mutation;
 use super::race::{RaceHook, apply_race};
-use super::types::{SizeView, Sorted, Specimen, Timed, Weighted};
+use super::types::{Mapped, SizeView, Sorted, Specimen, Timed, Weighted};
 
 /// The last-applied annotation the trimmed cache leaves out.
 pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -58,7 +58,7 @@ impl Oracle {
         })
     }
 
-    fn resource(kind: Kind) -> ApiResource {
+    pub(crate) fn resource(kind: Kind) -> ApiResource {
         match kind {
             Kind::Specimen => ApiResource::erase::<Specimen>(&()),
             Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
@@ -74,7 +74,7 @@ impl Oracle {
         }
     }
 
-    fn raw(&self, kind: Kind) -> Api<DynamicObject> {
+    pub(crate) fn raw(&self, kind: Kind) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), self.ns.name(), &Self::resource(kind))
     }
 
@@ -86,6 +86,13 @@ impl Oracle {
 
     /// Run `case` on an object called `name`.
     pub(crate) async fn run(&self, name: &str, case: &Case) -> anyhow::Result<Verdict> {
+        match case.mutation {
+            Mut::Create | Mut::CreateGenerated => {
+                return super::lifecycle::create_case(self, name, case).await;
+            }
+            Mut::Delete => return super::lifecycle::delete_case(self, name, case).await,
+            _ => {}
+        }
         let raw = self.raw(case.kind);
         create(&raw, name, case).await?;
         let before = get(&raw, name).await?.context("created object vanished")?;
@@ -177,6 +184,10 @@ impl Oracle {
                 let copy = self.api::<Weighted>().get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
+            (Kind::Specimen, Copy::Mapped) => {
+                let copy = self.api::<Mapped>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
             (Kind::Specimen, Copy::Timed) => {
                 let copy = self.api::<Timed>().get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
@@ -197,7 +208,7 @@ impl Oracle {
 /// What the trimmed cache leaves out of an object written by `strategy`:
 /// the framework keeps last-applied for a resource with an `update` cell
 /// and managedFields for one with an `apply` cell (`CacheTrim::for_row`).
-fn trim(meta: &mut kube::core::ObjectMeta, strategy: &str) {
+pub(crate) fn trim(meta: &mut kube::core::ObjectMeta, strategy: &str) {
     if strategy != "apply" {
         meta.managed_fields = None;
     }
@@ -323,7 +334,11 @@ fn status(initial: &Initial) -> Option<Value> {
     (status != json!({})).then_some(status)
 }
 
-async fn create(raw: &Api<DynamicObject>, name: &str, case: &Case) -> anyhow::Result<()> {
+pub(crate) async fn create(
+    raw: &Api<DynamicObject>,
+    name: &str,
+    case: &Case,
+) -> anyhow::Result<()> {
     let body: DynamicObject = serde_json::from_value(object(case.kind, name, &case.initial))?;
     raw.create(&PostParams::default(), &body)
         .await
@@ -369,7 +384,7 @@ pub(crate) fn normal(object: &Value) -> Value {
 
 /// Whether `stored` is `wanted`, a condition time marked [`ANY_TIME`]
 /// matching any time other than the one it replaced.
-fn matches(wanted: &Value, stored: &Value) -> bool {
+pub(crate) fn matches(wanted: &Value, stored: &Value) -> bool {
     match (wanted, stored) {
         (Value::String(w), Value::String(_)) if w == ANY_TIME => true,
         (Value::Object(w), Value::Object(s)) => {

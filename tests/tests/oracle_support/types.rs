@@ -143,6 +143,35 @@ pub(crate) struct TimedStatus {
 
 concord::view!(Timed, of = Specimen);
 
+/// A type holding the nested map as a `HashMap` (unordered) and the
+/// colour as an enum; it lacks every other field.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct Mapped {
+    pub(crate) metadata: kube::core::ObjectMeta,
+    #[serde(default)]
+    pub(crate) spec: MappedSpec,
+}
+
+/// The spec of [`Mapped`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct MappedSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) color: Option<Color>,
+    #[serde(default, skip_serializing_if = "std::collections::HashMap::is_empty")]
+    pub(crate) nested: std::collections::HashMap<String, serde_json::Value>,
+}
+
+/// A colour, as an enum.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Color {
+    Red,
+    Green,
+    Blue,
+}
+
+concord::view!(Mapped, of = Specimen);
+
 /// A nested map as a Rust type may hold it.
 pub(crate) type Nested = BTreeMap<String, serde_json::Value>;
 
