@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::model::{Case, Mut};
 
 /// Every class, by dimension, in the order the table prints them.
-pub(crate) const UNIVERSE: [(&str, &[&str]); 5] = [
+pub(crate) const UNIVERSE: [(&str, &[&str]); 6] = [
     (
         "kind",
         &[
@@ -31,6 +31,7 @@ pub(crate) const UNIVERSE: [(&str, &[&str]); 5] = [
         ],
     ),
     ("value", VALUES),
+    ("policy", &["retry", "requeue"]),
     (
         "mutation",
         &[
@@ -234,6 +235,10 @@ pub(crate) fn classes(case: &Case) -> Vec<(&'static str, String)> {
         ("copy", format!("{:?}", case.copy)),
         ("mutation", variant(&format!("{:?}", case.mutation))),
         ("race", variant(&format!("{:?}", case.race))),
+        (
+            "policy",
+            if case.requeue { "requeue" } else { "retry" }.to_owned(),
+        ),
     ];
     let mut values = Vec::new();
     let initial = serde_json::to_value(&case.initial).unwrap_or_default();

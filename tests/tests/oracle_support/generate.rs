@@ -362,12 +362,19 @@ pub(crate) fn case(seed: u64, index: u64, strategies: &[&str]) -> Case {
         Mut::Create | Mut::CreateGenerated => Race::None,
         _ => race(&mut rng, kind, &mutation),
     };
+    let initial = initial(&mut rng, kind);
+    // `requeue` is refused at load time for `lax`, `locked` and `apply`;
+    // a requeued decision is taken afresh, so a dependency is no case.
+    let requeue = matches!(strategy.as_str(), "strict" | "update" | "guarded")
+        && mutation != Mut::Painted
+        && rng.chance(30);
     Case {
         strategy,
         kind,
         copy,
         mutation,
         race,
-        initial: initial(&mut rng, kind),
+        initial,
+        requeue,
     }
 }

@@ -20,9 +20,14 @@ pub(crate) fn is_lifecycle(mutation: &Mut) -> bool {
 }
 
 fn strategy(case: &Case) -> std::sync::Arc<dyn concord_strategies::WriteStrategy> {
+    let policy = if case.requeue {
+        ConflictPolicy::Requeue
+    } else {
+        ConflictPolicy::default()
+    };
     strategy_for(
         case.strategy.parse().unwrap_or_else(|_| unreachable!()),
-        ConflictPolicy::default(),
+        policy,
     )
 }
 

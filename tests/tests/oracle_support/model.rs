@@ -236,6 +236,10 @@ pub(crate) struct Case {
     pub(crate) mutation: Mut,
     pub(crate) race: Race,
     pub(crate) initial: Initial,
+    /// `onConflict: requeue`: a conflict is handed back and the case is
+    /// reconciled again from a fresh copy, up to five times.
+    #[serde(default)]
+    pub(crate) requeue: bool,
 }
 
 /// A small deterministic generator (SplitMix64).

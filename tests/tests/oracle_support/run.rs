@@ -101,7 +101,17 @@ impl Oracle {
             .with_field_manager("oracle");
         *hook.in_process.lock().await = Some(target.clone());
         let target = target.with_before_write(hook.clone());
-        let result = self.write(case, name, target).await;
+        let mut result = self.write(case, name, target.clone()).await;
+        // A requeued reconcile reads a fresh copy and writes again: on
+        // an object recreated meanwhile too, as a new reconcile would.
+        let mut requeued = false;
+        for _ in 0..5 {
+            if !(case.requeue && matches!(result, Err(Error::Conflict { .. }))) {
+                break;
+            }
+            requeued = true;
+            result = self.write(case, name, target.clone()).await;
+        }
         let held_back = match hook.pending.lock().await.take() {
             Some(task) => {
                 task.await??;
@@ -111,14 +121,27 @@ impl Oracle {
         };
         let stored = get(&raw, name).await?;
         let race_landed = hook.after_race.lock().await.clone();
-        judge(case, &before, race_landed, held_back, stored, result)
+        judge(
+            case,
+            &before,
+            race_landed,
+            held_back,
+            requeued,
+            stored,
+            result,
+        )
     }
 
     /// Read the copy the case's writer holds and write through it.
     async fn write(&self, case: &Case, name: &str, target: Target) -> Result<(), Error> {
+        let policy = if case.requeue {
+            ConflictPolicy::Requeue
+        } else {
+            ConflictPolicy::default()
+        };
         let strategy = strategy_for(
             case.strategy.parse().unwrap_or_else(|_| unreachable!()),
-            ConflictPolicy::default(),
+            policy,
         );
         let mutation = to_mutation(case, &self.raw(case.kind), name).await;
         let fetch = |e: kube::Error| Error::Request {
@@ -410,6 +433,7 @@ fn judge(
     before: &Value,
     after_race: Option<Value>,
     held_back: bool,
+    requeued: bool,
     stored: Option<Value>,
     result: Result<(), Error>,
 ) -> anyhow::Result<Verdict> {
@@ -427,8 +451,9 @@ fn judge(
         apply_race(&case.race, &case.mutation, &mut wanted);
         tidy(&mut wanted);
     }
-    let must_fail = (case.race == Race::Recreate && after_race.is_some())
-        || (invalidates(&case.race, &case.mutation) && after_race.is_some());
+    let must_fail = !requeued
+        && ((case.race == Race::Recreate && after_race.is_some())
+            || (invalidates(&case.race, &case.mutation) && after_race.is_some()));
     // A type holding the tags as a set writes them back sorted and
     // deduplicated: the order is the type's, not a loss.
     let (wanted, stored, met) = match case.copy {
