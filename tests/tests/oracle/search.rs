@@ -2,14 +2,15 @@
 //! of every safe strategy writing from every copy the framework hands out
 //! (raw, trimmed, complete typed, a type lagging the schema, a type that
 //! sorts a list, a `view!`, metadata-only, `f64` weights with serde
-//! defaults, k8s-openapi conditions) of a ConfigMap and of a custom
-//! resource with and without a status subresource, with values from a
-//! hostile alphabet, while another writer changes the object between the
-//! strategy's read and its request. Each stored object is checked against
-//! a model of the mutation's effect. The universe is named in
-//! `oracle_support/classes.rs`; the test prints how many cases each class
-//! received and fails if one received none (or fewer than
-//! `CONCORD_ORACLE_AT_LEAST`).
+//! defaults, k8s-openapi conditions, a `HashMap` and an enum) of a custom
+//! resource with and without a status subresource, a ConfigMap, a
+//! Deployment, a Service and a Pod, with values from a hostile alphabet,
+//! while another writer changes the object between the strategy's read
+//! and its request; creates and deletes beside the writes, under `retry`
+//! and `requeue`. Each stored object is checked against a model of the
+//! mutation's effect. The universe is named in `oracle_support/classes.rs`;
+//! the test prints how many cases each class received and fails if one
+//! received none (or fewer than `CONCORD_ORACLE_AT_LEAST`).
 //!
 //! ```text
 //! cargo test -p concord-tests --test oracle search:: -- --nocapture
