@@ -4,7 +4,7 @@
 //! sorts a list, a `view!`, metadata-only, `f64` weights with serde
 //! defaults, k8s-openapi conditions, a `HashMap` and an enum) of a custom
 //! resource with and without a status subresource, a ConfigMap, a
-//! Deployment, a Service and a Pod, with values from a hostile alphabet,
+//! Deployment, a Service, a Pod and a Node, with values from a hostile alphabet,
 //! while another writer changes the object between the strategy's read
 //! and its request; creates and deletes beside the writes, under `retry`
 //! and `requeue`. Each stored object is checked against a model of the

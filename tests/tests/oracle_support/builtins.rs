@@ -1,11 +1,12 @@
 //! The built-in kinds beyond ConfigMap: a Deployment (the env of its
 //! first container, a keyed list of a nested list), a Service (ports,
-//! keyed by `port` + `protocol`) and a Pod (tolerations, which the server
-//! lets a writer only append to). Each has one list the oracle writes
+//! keyed by `port` + `protocol`), a Pod (tolerations, which the server
+//! lets a writer only append to) and a Node (cluster-scoped; taints, keyed
+//! by `key` + `effect`). Each has one list the oracle writes
 //! entries of, with typed closures over its k8s-openapi type.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -14,7 +15,20 @@ use super::model::{Kind, LABEL_VALUES, Mut, Rng};
 
 /// Whether `kind` is one of this file's.
 pub(crate) fn is_builtin(kind: Kind) -> bool {
-    matches!(kind, Kind::Deployment | Kind::Service | Kind::Pod)
+    matches!(
+        kind,
+        Kind::Deployment | Kind::Service | Kind::Pod | Kind::Node
+    )
+}
+
+/// The kind a raw object's `kind` names, among this file's.
+pub(crate) fn kind_of(object: &Value) -> Kind {
+    match object["kind"].as_str() {
+        Some("Deployment") => Kind::Deployment,
+        Some("Service") => Kind::Service,
+        Some("Node") => Kind::Node,
+        _ => Kind::Pod,
+    }
 }
 
 /// The JSON pointer of the list the oracle writes entries of.
@@ -22,6 +36,7 @@ pub(crate) fn list_pointer(kind: Kind) -> &'static str {
     match kind {
         Kind::Deployment => "/spec/template/spec/containers/0/env",
         Kind::Service => "/spec/ports",
+        Kind::Node => "/spec/taints",
         _ => "/spec/tolerations",
     }
 }
@@ -31,6 +46,7 @@ fn key_fields(kind: Kind) -> &'static [&'static str] {
     match kind {
         Kind::Deployment => &["name"],
         Kind::Service => &["port", "protocol"],
+        Kind::Node => &["key", "effect"],
         _ => &["key"],
     }
 }
@@ -65,6 +81,7 @@ pub(crate) fn object(kind: Kind, entries: &[Value]) -> Value {
         }}),
         Kind::Service => json!({"apiVersion": "v1", "kind": "Service",
             "spec": {"selector": {"app": "oracle"}, "ports": entries}}),
+        Kind::Node => json!({"apiVersion": "v1", "kind": "Node", "spec": {"taints": entries}}),
         _ => json!({"apiVersion": "v1", "kind": "Pod", "spec": {
             "containers": [{"name": "main", "image": "example.com/main:1"}],
             "tolerations": entries,
@@ -90,6 +107,19 @@ pub(crate) fn entries(rng: &mut Rng, kind: Kind) -> Vec<Value> {
                 if rng.chance(50) {
                     out.push(json!({"name": name, "port": port, "protocol": protocol,
                         "targetPort": port}));
+                }
+            }
+        }
+        Kind::Node => {
+            // One key under two effects: the list's identity is the pair.
+            for (key, effect) in [
+                ("example.com/a", "NoSchedule"),
+                ("example.com/a", "PreferNoSchedule"),
+                ("example.com/b", "NoSchedule"),
+            ] {
+                if rng.chance(50) {
+                    let value = *rng.pick(&LABEL_VALUES);
+                    out.push(json!({"key": key, "value": value, "effect": effect}));
                 }
             }
         }
@@ -136,6 +166,23 @@ pub(crate) fn mutation(rng: &mut Rng, kind: Kind) -> Mut {
                 _ => Mut::SetEntry(key, "name".into(), json!(name)),
             }
         }
+        Kind::Node => {
+            let (key, effect) = *rng.pick(&[
+                ("example.com/a", "NoSchedule"),
+                ("example.com/a", "PreferNoSchedule"),
+                ("example.com/c", "NoSchedule"),
+            ]);
+            let value = *rng.pick(&LABEL_VALUES);
+            match rng.below(3) {
+                0 => Mut::AddEntry(json!({"key": key, "value": value, "effect": effect})),
+                1 => Mut::RemoveEntry(json!({"key": key, "effect": effect})),
+                _ => Mut::SetEntry(
+                    json!({"key": key, "effect": effect}),
+                    "value".into(),
+                    json!(value),
+                ),
+            }
+        }
         _ => {
             let key = (*rng.pick(&["example.com/a", "example.com/c"])).to_owned();
             let value = *rng.pick(&LABEL_VALUES);
@@ -150,6 +197,7 @@ pub(crate) fn raced_entry(kind: Kind) -> Value {
     match kind {
         Kind::Deployment => json!({"name": "RACED", "value": "r&r"}),
         Kind::Service => json!({"name": "raced", "port": 53, "protocol": "UDP", "targetPort": 53}),
+        Kind::Node => json!({"key": "example.com/a", "value": "raced", "effect": "NoExecute"}),
         _ => json!({"key": "race.example/t", "operator": "Exists", "effect": "NoExecute"}),
     }
 }
@@ -216,6 +264,7 @@ pub(crate) fn to_mutation(kind: Kind, mutation: Mut) -> concord_strategies::Muta
     match kind {
         Kind::Deployment => typed::<Deployment>(kind, mutation),
         Kind::Service => typed::<Service>(kind, mutation),
+        Kind::Node => typed::<Node>(kind, mutation),
         _ => typed::<Pod>(kind, mutation),
     }
 }

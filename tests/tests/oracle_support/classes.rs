@@ -21,6 +21,7 @@ pub(crate) const UNIVERSE: [(&str, &[&str]); 6] = [
             "Deployment",
             "Service",
             "Pod",
+            "Node",
         ],
     ),
     (

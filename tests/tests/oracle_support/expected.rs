@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::builtins;
-use super::model::{Kind, Mut, Race};
+use super::model::{Mut, Race};
 
 /// Where a condition's `lastTransitionTime` may be any time.
 pub(crate) const ANY_TIME: &str = "<any time>";
@@ -176,11 +176,7 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
         // Judged in `lifecycle.rs`.
         Mut::Create | Mut::CreateGenerated | Mut::Delete => {}
         Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..) => {
-            let kind = match raw["kind"].as_str() {
-                Some("Deployment") => Kind::Deployment,
-                Some("Service") => Kind::Service,
-                _ => Kind::Pod,
-            };
+            let kind = builtins::kind_of(raw);
             let pointer = builtins::list_pointer(kind);
             let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
             if let Some(parent) = next.pointer_mut(parent).and_then(Value::as_object_mut) {
@@ -226,6 +222,7 @@ pub(crate) fn tidy(object: &mut Value) {
         "/spec/ports",
         "/spec/template/spec/containers/0/env",
         "/spec/tolerations",
+        "/spec/taints",
         "/status/conditions",
     ] {
         let empty = object.pointer(list).is_some_and(|v| v == &json!([]));

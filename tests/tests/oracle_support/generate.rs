@@ -332,12 +332,13 @@ pub(crate) fn copies(kind: Kind) -> &'static [Copy] {
 pub(crate) fn case(seed: u64, index: u64, strategies: &[&str]) -> Case {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407));
     let kind = match rng.below(20) {
-        0..=8 => Kind::Specimen,
-        9..=11 => Kind::Bare,
-        12..=14 => Kind::ConfigMap,
-        15 | 16 => Kind::Deployment,
-        17 | 18 => Kind::Service,
-        _ => Kind::Pod,
+        0..=7 => Kind::Specimen,
+        8..=10 => Kind::Bare,
+        11..=13 => Kind::ConfigMap,
+        14 | 15 => Kind::Deployment,
+        16 | 17 => Kind::Service,
+        18 => Kind::Pod,
+        _ => Kind::Node,
     };
     let copy = *rng.pick(copies(kind));
     let strategy = (*rng.pick(strategies)).to_owned();

@@ -53,6 +53,8 @@ pub(crate) enum Kind {
     Service,
     /// A Pod: its tolerations (append only).
     Pod,
+    /// A Node (cluster-scoped): its taints, keyed by `key` + `effect`.
+    Node,
 }
 
 /// The copy a writer holds.

@@ -55,11 +55,7 @@ pub(crate) fn apply_race(race: &Race, mutation: &Mut, object: &mut Value) {
         Race::Color => object["spec"]["color"] = json!("blue"),
         Race::Phase => object["status"]["phase"] = json!("Raced <phase>"),
         Race::Entry => {
-            let kind = match object["kind"].as_str() {
-                Some("Deployment") => Kind::Deployment,
-                Some("Service") => Kind::Service,
-                _ => Kind::Pod,
-            };
+            let kind = super::builtins::kind_of(object);
             let pointer = super::builtins::list_pointer(kind);
             let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
             if let Some(parent) = object.pointer_mut(parent) {

@@ -10,7 +10,7 @@ use concord_strategies::{
     ConflictPolicy, Error, Mutation, ObjectKey, Target, Writer, strategy_for,
 };
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
@@ -65,6 +65,7 @@ impl Oracle {
             Kind::Deployment => ApiResource::erase::<Deployment>(&()),
             Kind::Service => ApiResource::erase::<Service>(&()),
             Kind::Pod => ApiResource::erase::<Pod>(&()),
+            Kind::Node => ApiResource::erase::<Node>(&()),
             Kind::Bare => {
                 let mut bare = ApiResource::erase::<Specimen>(&());
                 bare.kind = "Bare".into();
@@ -75,6 +76,9 @@ impl Oracle {
     }
 
     pub(crate) fn raw(&self, kind: Kind) -> Api<DynamicObject> {
+        if kind == Kind::Node {
+            return Api::all_with(self.client.clone(), &Self::resource(kind));
+        }
         Api::namespaced_with(self.client.clone(), self.ns.name(), &Self::resource(kind))
     }
 
@@ -159,6 +163,11 @@ impl Oracle {
             }
             (Kind::Service, Copy::Typed) => {
                 let copy = self.api::<Service>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Node, Copy::Typed) => {
+                let nodes: Api<Node> = Api::all(self.client.clone());
+                let copy = nodes.get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
             (Kind::Pod, Copy::Typed) => {
