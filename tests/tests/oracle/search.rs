@@ -54,6 +54,7 @@ async fn no_safe_strategy_loses_or_invents_a_field_from_any_copy() -> anyhow::Re
     let started = std::time::Instant::now();
     let report = run_all(&oracle, all, 8, 12).await?;
     println!("{}", report.table());
+    println!("{}", report.refusal_table());
     println!("{cases} cases in {:.0?}", started.elapsed());
     let mut unsafe_found = 0;
     for (case, why) in &report.violations {
