@@ -9,5 +9,6 @@
 #[path = "../oracle_support/mod.rs"]
 mod oracle_support;
 
+mod probes;
 mod regressions;
 mod search;

@@ -162,3 +162,28 @@ async fn removing_an_absent_annotation_from_a_trimmed_copy_sends_nothing() -> an
     exact(r#"{"strategy":"guarded","kind":"ConfigMap","copy":"Trimmed","mutation":{"RemoveAnnotation":"example.com/note"},"race":"SameKey","initial":{"labels":[["app","oracle"],["example.com/other","a"]],"annotations":[],"last_applied":true,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":[],"nested":[],"data":[["k","\u0001ctl"]],"phase":null,"conditions":[]}}"#).await?;
     exact(r#"{"strategy":"apply","kind":"Specimen","copy":"Trimmed","mutation":{"RemoveAnnotation":"example.com/note"},"race":"SameKey","initial":{"labels":[["app","oracle"],["example.com/other",""]],"annotations":[],"last_applied":true,"finalizers":["example.com/foreign"],"size":1,"color":"green","items":[["c","",null]],"rules":[],"tags":["z","a","m","a"],"nested":[],"data":[],"phase":"é-ü-日本","conditions":[["Ready","False","https://x/?a=1&b=2",null]]}}"#).await
 }
+
+/// Found by the widened oracle (soak `CONCORD_ORACLE_CASES=20000
+/// CONCORD_ORACLE_SEED=7`, three cases, shrunk by hand): `guarded`
+/// removing a tag through a type that holds the tags as a set
+/// (`BTreeSet`), from a stored list that repeats it (`["a", "m", "a"]`),
+/// removes one `a` and leaves the other: stored `["a", "m"]`, wanted
+/// `["m"]`; read back through the same type, the tag is still there. The
+/// write returns `Ok`. Every other safe strategy is run on the same case.
+#[tokio::test]
+async fn removing_a_repeated_tag_through_a_sorting_type_removes_every_copy() -> anyhow::Result<()> {
+    let oracle = Oracle::new().await?;
+    let mut violations = Vec::new();
+    for strategy in ["guarded", "strict", "update", "locked"] {
+        for tags in [r#"["a","m","a"]"#, r#"["a","a"]"#] {
+            let json = format!(
+                r#"{{"strategy":"{strategy}","kind":"Specimen","copy":"Sorted","mutation":{{"RemoveTag":"a"}},"race":"None","initial":{{"labels":[],"annotations":[],"last_applied":false,"finalizers":[],"size":null,"color":null,"items":[],"rules":[],"tags":{tags},"nested":[],"data":[],"phase":null,"conditions":[]}}}}"#
+            );
+            if let Verdict::Violation(why) = exact_case(&oracle, &json).await? {
+                violations.push(format!("{strategy} from {tags}: {why}"));
+            }
+        }
+    }
+    anyhow::ensure!(violations.is_empty(), "{}", violations.join("\n"));
+    Ok(())
+}

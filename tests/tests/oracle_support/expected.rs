@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::builtins;
 use super::model::{Mut, Race};
 
 /// Where a condition's `lastTransitionTime` may be any time.
@@ -139,6 +140,56 @@ pub(crate) fn expected(mutation: &Mut, raw: &Value) -> Value {
         Mut::SetData(k, v) => {
             map(&mut next, &["data"]).insert(k.clone(), json!(v));
         }
+        Mut::SetWeight(name, w) => {
+            let l = list(&mut next, &["spec"], "items");
+            // To the `f64` with a serde default, an absent weight is
+            // `0.0` already: setting `0.0` changes nothing, in the type's
+            // own terms.
+            if let Some(i) = l.iter_mut().find(|i| i["name"] == json!(name))
+                && !(i.get("weight").is_none() && *w == 0.0)
+            {
+                i["weight"] = json!(w);
+            }
+        }
+        Mut::TimedConditionMessage(m) => {
+            let l = next
+                .pointer_mut("/status/conditions")
+                .and_then(Value::as_array_mut);
+            if let Some(c) = l.and_then(|l| l.iter_mut().find(|c| c["type"] == "Ready")) {
+                c["message"] = json!(m);
+            }
+        }
+        Mut::SetColor(c) => {
+            map(&mut next, &["spec"]).insert("color".into(), json!(c));
+        }
+        Mut::SetAt(k, v) => {
+            map(&mut next, &["spec"]).insert(k.clone(), v.clone());
+        }
+        Mut::UpsertPort(port, protocol, name) => {
+            let l = list(&mut next, &["spec"], "ports");
+            let at = |p: &Value| p["port"] == json!(port) && p["protocol"] == json!(protocol);
+            match l.iter_mut().find(|p| at(p)) {
+                Some(p) => p["name"] = json!(name),
+                None => l.push(json!({"port": port, "protocol": protocol, "name": name})),
+            }
+        }
+        // Judged in `lifecycle.rs`.
+        Mut::Create | Mut::CreateGenerated | Mut::Delete => {}
+        Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..) => {
+            let kind = builtins::kind_of(raw);
+            let pointer = builtins::list_pointer(kind);
+            let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+            if let Some(parent) = next.pointer_mut(parent).and_then(Value::as_object_mut) {
+                let slot = parent.entry(key).or_insert_with(|| json!([]));
+                if let Some(list) = slot.as_array_mut() {
+                    builtins::apply(kind, mutation, list);
+                }
+            }
+        }
+        Mut::RemovePort(port, protocol) => {
+            list(&mut next, &["spec"], "ports")
+                .retain(|p| !(p["port"] == json!(port) && p["protocol"] == json!(protocol)));
+        }
     }
     tidy(&mut next);
     next
@@ -164,17 +215,14 @@ pub(crate) fn tidy(object: &mut Value) {
             }
         }
     }
-    if let Some(top) = object.as_object_mut() {
-        for key in ["data", "status"] {
-            if top.get(key).is_some_and(|v| v == &json!({}) || v.is_null()) {
-                top.remove(key);
-            }
-        }
-    }
     for list in [
         "/spec/items",
         "/spec/tags",
         "/spec/rules",
+        "/spec/ports",
+        "/spec/template/spec/containers/0/env",
+        "/spec/tolerations",
+        "/spec/taints",
         "/status/conditions",
     ] {
         let empty = object.pointer(list).is_some_and(|v| v == &json!([]));
@@ -183,6 +231,13 @@ pub(crate) fn tidy(object: &mut Value) {
             && let Some(m) = object.pointer_mut(parent).and_then(Value::as_object_mut)
         {
             m.remove(key);
+        }
+    }
+    if let Some(top) = object.as_object_mut() {
+        for key in ["data", "status"] {
+            if top.get(key).is_some_and(|v| v == &json!({}) || v.is_null()) {
+                top.remove(key);
+            }
         }
     }
 }

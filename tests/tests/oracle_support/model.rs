@@ -4,11 +4,12 @@
 //! effect on the raw object, independent of concord's code.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Values from a hostile alphabet: what Go's encoder escapes (`&`, `<`,
-/// `>`, U+2028), non-ASCII, empty.
-pub(crate) const HOSTILE: [&str; 8] = [
+/// `>`, U+2028), non-ASCII, empty; [`Rng::hostile`] adds one C0 control
+/// character or all of them.
+pub(crate) const HOSTILE: [&str; 10] = [
     "plain",
     "https://x/?a=1&b=2",
     "1 < 3 > 2",
@@ -17,13 +18,24 @@ pub(crate) const HOSTILE: [&str; 8] = [
     "",
     "tab\tquote\"back\\slash",
     "\u{1}ctl\u{7f}",
+    "back\u{8}space\u{c}feed",
+    "&<>",
 ];
 
 /// Label values must be valid label values.
 pub(crate) const LABEL_VALUES: [&str; 4] = ["a", "b-2", "C_3.x", ""];
 
 /// Keys for nested maps: `/` and `~` need escaping in JSON pointers.
-pub(crate) const NESTED_KEYS: [&str; 5] = ["k", "a/b", "t~1", "~", "é"];
+/// `.` is a path separator to some tools; the empty key is legal JSON
+/// (a preserve-unknown-fields map of a custom resource accepts it).
+pub(crate) const NESTED_KEYS: [&str; 8] = ["k", "a/b", "t~1", "~", "é", "a.b", "", "/~."];
+
+/// ConfigMap data keys: the server accepts `[-._a-zA-Z0-9]+` only (no
+/// `/`, `~`, non-ASCII or empty key).
+pub(crate) const DATA_KEYS: [&str; 4] = ["k", "a.b", ".dot", "-_.x"];
+
+/// Ports of the two-key list (`port` + `protocol`).
+pub(crate) const PORTS: [(i64, &str); 4] = [(80, "TCP"), (80, "UDP"), (443, "TCP"), (8080, "SCTP")];
 
 /// The resource a case writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +44,17 @@ pub(crate) enum Kind {
     Specimen,
     /// The built-in ConfigMap: strategic merge patches.
     ConfigMap,
+    /// The same schema as [`Kind::Specimen`] without a status
+    /// subresource: status is written through the main resource.
+    Bare,
+    /// A Deployment: the env of its first container.
+    Deployment,
+    /// A Service: its ports, keyed by `port` + `protocol`.
+    Service,
+    /// A Pod: its tolerations (append only).
+    Pod,
+    /// A Node (cluster-scoped): its taints, keyed by `key` + `effect`.
+    Node,
 }
 
 /// The copy a writer holds.
@@ -52,6 +75,15 @@ pub(crate) enum Copy {
     View,
     /// A metadata-only object (`PartialObjectMeta`).
     Meta,
+    /// A type holding the items' weights as `f64` with a serde default
+    /// (`1` stored is `1.0` to it, an absent weight `0.0`).
+    Weighted,
+    /// A type holding the conditions as k8s-openapi `Condition`s (whole
+    /// seconds, no `severity`).
+    Timed,
+    /// A type holding the nested map as a `HashMap` and the colour as an
+    /// enum.
+    Mapped,
 }
 
 /// A mutation as the oracle states it.
@@ -97,6 +129,34 @@ pub(crate) enum Mut {
     Painted,
     /// A typed closure setting a ConfigMap data key.
     SetData(String, String),
+    /// A typed closure (`f64` weights): the item `name`'s weight.
+    SetWeight(String, f64),
+    /// A `typed_status` closure (k8s-openapi conditions): the message of
+    /// the condition `Ready`.
+    TimedConditionMessage(String),
+    /// A typed closure (the enum): `spec.color`.
+    SetColor(String),
+    /// A raw closure setting the field at a JSON pointer of `spec` (the
+    /// nullable, int-or-string, quantity and set-list fields).
+    SetAt(String, Value),
+    /// A raw closure: the entry (`port`, `protocol`) of the two-key list
+    /// named `name`, appended if missing.
+    UpsertPort(i64, String, String),
+    /// A raw closure: the entry (`port`, `protocol`) removed.
+    RemovePort(i64, String),
+    /// `Writer::create` of the case's object under its name.
+    Create,
+    /// `Writer::create` of the case's object with `generateName`.
+    CreateGenerated,
+    /// `Writer::delete` from the copy.
+    Delete,
+    /// A typed closure over a built-in kind's k8s-openapi type: the entry
+    /// appended to the kind's list if no entry has its key.
+    AddEntry(Value),
+    /// A typed closure: the entry with this key removed.
+    RemoveEntry(Value),
+    /// A typed closure: a field of the entry with this key set.
+    SetEntry(Value, String, Value),
 }
 
 /// A change by another writer between the copy's read and the write.
@@ -127,6 +187,10 @@ pub(crate) enum Race {
     Phase,
     /// The object deleted and created again under the same name.
     Recreate,
+    /// Another entry at index 0 of the two-key list.
+    Port,
+    /// Another entry at index 0 of a built-in kind's list.
+    Entry,
 }
 
 /// The object a case starts from.
@@ -147,6 +211,22 @@ pub(crate) struct Initial {
     pub(crate) phase: Option<String>,
     /// (type, status, message, severity)
     pub(crate) conditions: Vec<(String, String, String, Option<String>)>,
+    /// Items' weights, by item name (numbers as stored).
+    #[serde(default)]
+    pub(crate) weights: Vec<(String, Value)>,
+    /// Conditions' `lastTransitionTime` with fractional seconds.
+    #[serde(default)]
+    pub(crate) fractions: bool,
+    /// Entries of the two-key list (`port`, `protocol`, `name`, `extra`).
+    #[serde(default)]
+    pub(crate) ports: Vec<Value>,
+    /// Other fields of `spec`: `opt` (nullable), `target` (int-or-string),
+    /// `cpu` (quantity), `aliases` (set list).
+    #[serde(default)]
+    pub(crate) fields: Vec<(String, Value)>,
+    /// The entries of a built-in kind's list.
+    #[serde(default)]
+    pub(crate) entries: Vec<Value>,
 }
 
 /// One case.
@@ -158,6 +238,10 @@ pub(crate) struct Case {
     pub(crate) mutation: Mut,
     pub(crate) race: Race,
     pub(crate) initial: Initial,
+    /// `onConflict: requeue`: a conflict is handed back and the case is
+    /// reconciled again from a fresh copy, up to five times.
+    #[serde(default)]
+    pub(crate) requeue: bool,
 }
 
 /// A small deterministic generator (SplitMix64).
@@ -188,253 +272,19 @@ impl Rng {
         &from[self.below(from.len())]
     }
 
-    fn hostile(&mut self) -> String {
-        (*self.pick(&HOSTILE)).to_owned()
+    pub(crate) fn hostile(&mut self) -> String {
+        match self.below(HOSTILE.len() + 2) {
+            n if n < HOSTILE.len() => HOSTILE[n].to_owned(),
+            n if n == HOSTILE.len() => (0..0x20u8).map(char::from).chain(['x']).collect(),
+            _ => format!("c{}0", char::from(self.below(0x20) as u8)),
+        }
+    }
+
+    /// A float of 16–17 significant digits in [0, 10).
+    pub(crate) fn long_float(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 10.0
     }
 }
 
 /// The strategies whose writes concord calls safe.
 pub(crate) const SAFE: [&str; 5] = ["strict", "guarded", "update", "locked", "apply"];
-
-/// A random value for a nested map: strings from the alphabet, integers
-/// past 2^53, floats, empty maps and lists.
-fn nested_value(rng: &mut Rng) -> Value {
-    match rng.below(7) {
-        0 => json!(rng.hostile()),
-        1 => json!(9_007_199_254_740_993_i64),
-        2 => json!(*rng.pick(&[0.5, 0.1, 1e-7, 2.5e21, -3.25])),
-        3 => json!({}),
-        4 => json!([]),
-        5 => json!({"deep": {"x": rng.hostile()}}),
-        _ => json!(-42),
-    }
-}
-
-/// A random starting object of `kind`.
-pub(crate) fn initial(rng: &mut Rng, kind: Kind) -> Initial {
-    let mut init = Initial {
-        labels: vec![("app".into(), "oracle".into())],
-        ..Initial::default()
-    };
-    if rng.chance(50) {
-        init.labels.push((
-            "example.com/other".into(),
-            (*rng.pick(&LABEL_VALUES)).into(),
-        ));
-    }
-    for key in ["example.com/note", "other.example/url"] {
-        if rng.chance(50) {
-            init.annotations.push((key.into(), rng.hostile()));
-        }
-    }
-    init.last_applied = rng.chance(60);
-    if rng.chance(60) {
-        init.finalizers.push("example.com/foreign".into());
-    }
-    if rng.chance(30) {
-        init.finalizers.push("example.com/ours".into());
-    }
-    match kind {
-        Kind::ConfigMap => {
-            if rng.chance(70) {
-                init.data.push(("k".into(), rng.hostile()));
-            }
-        }
-        Kind::Specimen => {
-            init.size = rng.chance(80).then(|| rng.below(5) as i64);
-            init.color = rng
-                .chance(80)
-                .then(|| (*rng.pick(&["red", "green"])).into());
-            for name in ["a", "b", "c"] {
-                if rng.chance(60) {
-                    let extra = rng.chance(60).then(|| rng.hostile());
-                    init.items.push((name.into(), rng.hostile(), extra));
-                }
-            }
-            if rng.chance(50) {
-                init.rules
-                    .push(json!({"verbs": ["get"], "note": rng.hostile()}));
-                init.rules.push(json!({"verbs": ["get"], "note": "same"}));
-            }
-            for tag in ["z", "a", "m", "a"] {
-                if rng.chance(50) {
-                    init.tags.push(tag.into());
-                }
-            }
-            for _ in 0..rng.below(3) {
-                let key = (*rng.pick(&NESTED_KEYS)).to_owned();
-                if !init.nested.iter().any(|(k, _)| *k == key) {
-                    init.nested.push((key, nested_value(rng)));
-                }
-            }
-            init.phase = rng.chance(70).then(|| rng.hostile());
-            for type_ in ["Ready", "Synced"] {
-                if rng.chance(60) {
-                    let status = (*rng.pick(&["True", "False"])).to_owned();
-                    let severity = rng.chance(50).then(|| "Warning".to_owned());
-                    init.conditions
-                        .push((type_.into(), status, rng.hostile(), severity));
-                }
-            }
-        }
-    }
-    init
-}
-
-/// A random mutation that `copy` of `kind` can express.
-pub(crate) fn mutation(rng: &mut Rng, kind: Kind, copy: Copy) -> Mut {
-    let label_key = (*rng.pick(&["app", "example.com/other", "new"])).to_owned();
-    let annotation_key =
-        (*rng.pick(&["example.com/note", "other.example/url", "x.example/new"])).to_owned();
-    let finalizer = (*rng.pick(&["example.com/ours", "example.com/foreign"])).to_owned();
-    let metadata = [
-        Mut::SetLabel(label_key.clone(), (*rng.pick(&LABEL_VALUES)).into()),
-        Mut::RemoveLabel(label_key),
-        Mut::SetAnnotation(annotation_key.clone(), rng.hostile()),
-        Mut::RemoveAnnotation(annotation_key),
-        Mut::AddFinalizer(finalizer.clone()),
-        Mut::RemoveFinalizer(finalizer),
-    ];
-    let mut options: Vec<Mut> = metadata.to_vec();
-    let item = (*rng.pick(&["a", "b", "c", "d"])).to_owned();
-    let tag = (*rng.pick(&["a", "m", "q", "z"])).to_owned();
-    match (kind, copy) {
-        (Kind::ConfigMap, Copy::Meta) => {}
-        (Kind::ConfigMap, _) => options.push(Mut::SetData("k".into(), rng.hostile())),
-        (Kind::Specimen, _) => {
-            let condition = Mut::SetCondition {
-                type_: (*rng.pick(&["Ready", "Synced", "New"])).into(),
-                status: (*rng.pick(&["True", "False"])).into(),
-                message: rng.hostile(),
-            };
-            options.push(condition);
-            options.push(Mut::SetPhase(rng.hostile()));
-            let spec = [
-                Mut::SetSize(rng.below(9) as i64),
-                Mut::SetItemValue(item.clone(), rng.hostile()),
-                Mut::InsertItem(item.clone(), rng.hostile()),
-                Mut::RemoveItem(item),
-                Mut::ReverseItems,
-                Mut::PushTag(tag.clone()),
-                Mut::RemoveTag(tag.clone()),
-            ];
-            match copy {
-                Copy::Raw | Copy::Trimmed => {
-                    options.extend(spec);
-                    let key = (*rng.pick(&NESTED_KEYS)).to_owned();
-                    options.push(Mut::SetNested(key, nested_value(rng)));
-                    let verbs = (*rng.pick(&[&["get", "list"][..], &["watch"], &[]])).to_vec();
-                    options.push(Mut::SetRuleVerbs(
-                        verbs.into_iter().map(str::to_owned).collect(),
-                    ));
-                    options.push(Mut::Painted);
-                }
-                Copy::Lagging => {
-                    options.extend(spec);
-                    options.push(Mut::TypedConditionMessage(rng.hostile()));
-                }
-                Copy::Sorted => {
-                    options.push(Mut::PushTag(tag.clone()));
-                    options.push(Mut::RemoveTag(tag));
-                }
-                Copy::View => options.push(Mut::SetSize(rng.below(9) as i64)),
-                Copy::Meta | Copy::Typed => {}
-            }
-        }
-    }
-    rng.pick(&options).clone()
-}
-
-/// Whether the mutation is a closure (refused by `apply`).
-pub(crate) fn is_closure(mutation: &Mut) -> bool {
-    !matches!(
-        mutation,
-        Mut::SetLabel(..)
-            | Mut::RemoveLabel(_)
-            | Mut::SetAnnotation(..)
-            | Mut::RemoveAnnotation(_)
-            | Mut::AddFinalizer(_)
-            | Mut::RemoveFinalizer(_)
-            | Mut::SetCondition { .. }
-            | Mut::SetPhase(_)
-    )
-}
-
-/// Whether `strategy` can take `mutation` at all (a combination the
-/// configuration refuses at load time is no case).
-pub(crate) fn serves(strategy: &str, mutation: &Mut) -> bool {
-    match strategy {
-        "apply" => !is_closure(mutation),
-        "lax" | "locked" => *mutation != Mut::Painted,
-        _ => true,
-    }
-}
-
-/// A random race fitting `mutation` on `kind`.
-pub(crate) fn race(rng: &mut Rng, kind: Kind, mutation: &Mut) -> Race {
-    let mut options = vec![
-        Race::None,
-        Race::Label,
-        Race::Annotation(rng.hostile()),
-        Race::Finalizer,
-        Race::Recreate,
-    ];
-    if matches!(
-        mutation,
-        Mut::SetLabel(..) | Mut::RemoveLabel(_) | Mut::SetAnnotation(..) | Mut::RemoveAnnotation(_)
-    ) {
-        options.push(Race::SameKey);
-    }
-    if kind == Kind::Specimen {
-        options.extend([
-            Race::Condition,
-            Race::Item,
-            Race::Tag,
-            Race::Rule,
-            Race::Size,
-            Race::Color,
-            Race::Phase,
-        ]);
-    }
-    rng.pick(&options).clone()
-}
-
-/// The copy kinds a writer may hold of `kind`.
-pub(crate) fn copies(kind: Kind) -> &'static [Copy] {
-    match kind {
-        Kind::Specimen => &[
-            Copy::Raw,
-            Copy::Trimmed,
-            Copy::Lagging,
-            Copy::Sorted,
-            Copy::View,
-            Copy::Meta,
-        ],
-        Kind::ConfigMap => &[Copy::Raw, Copy::Trimmed, Copy::Typed, Copy::Meta],
-    }
-}
-
-/// Case number `index` of the run seeded `seed`, over `strategies`.
-pub(crate) fn case(seed: u64, index: u64, strategies: &[&str]) -> Case {
-    let mut rng = Rng::new(seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407));
-    let kind = if rng.chance(70) {
-        Kind::Specimen
-    } else {
-        Kind::ConfigMap
-    };
-    let copy = *rng.pick(copies(kind));
-    let strategy = (*rng.pick(strategies)).to_owned();
-    let mut mutation = mutation(&mut rng, kind, copy);
-    while !serves(&strategy, &mutation) {
-        mutation = self::mutation(&mut rng, kind, copy);
-    }
-    let race = race(&mut rng, kind, &mutation);
-    Case {
-        strategy,
-        kind,
-        copy,
-        mutation,
-        race,
-        initial: initial(&mut rng, kind),
-    }
-}

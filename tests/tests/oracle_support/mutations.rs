@@ -8,7 +8,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::model::{Case, Copy, Mut};
-use super::types::{LagItem, SizeView, Sorted, Specimen};
+use super::types::{Color, LagItem, Mapped, SizeView, Sorted, Specimen, Timed, Weighted};
 
 /// The concord mutation standing for `case.mutation` on the case's copy.
 pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &str) -> Mutation {
@@ -32,6 +32,14 @@ pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &st
         })
         .into(),
         Mut::SetPhase(p) => Intent::MergeStatus(json!({ "phase": p })).into(),
+        Mut::SetNested(k, v) if typed_on == Copy::Mapped => {
+            Mutation::typed(move |m: &mut Mapped| {
+                m.spec.nested.insert(k.clone(), v.clone());
+            })
+        }
+        Mut::SetColor(c) => Mutation::typed(move |m: &mut Mapped| {
+            m.spec.color = serde_json::from_value::<Color>(json!(c)).ok();
+        }),
         Mut::SetNested(k, v) => Mutation::custom(move |o| {
             if !o["spec"]["nested"].is_object() {
                 o["spec"]["nested"] = json!({});
@@ -67,6 +75,45 @@ pub(crate) async fn to_mutation(case: &Case, raw: &Api<DynamicObject>, name: &st
                 c.message = m.clone();
             }
         }),
+        Mut::SetWeight(name, w) => Mutation::typed(move |s: &mut Weighted| {
+            if let Some(i) = s.spec.entries.iter_mut().find(|i| i.name == name) {
+                i.weight = w;
+            }
+        }),
+        Mut::TimedConditionMessage(m) => Mutation::typed_status(move |t: &mut Timed| {
+            let conditions = t.status.iter_mut().flat_map(|s| s.conditions.iter_mut());
+            if let Some(c) = conditions.into_iter().find(|c| c.type_ == "Ready") {
+                c.message = m.clone();
+            }
+        }),
+        Mut::SetAt(k, v) => dynamic(move |o| {
+            if !o["spec"].is_object() {
+                o["spec"] = json!({});
+            }
+            o["spec"][&k] = v.clone();
+        }),
+        Mut::UpsertPort(port, protocol, name) => dynamic(move |o| {
+            let mut ports = o["spec"]["ports"].as_array().cloned().unwrap_or_default();
+            let at = |p: &Value| p["port"] == json!(port) && p["protocol"] == json!(protocol);
+            match ports.iter_mut().find(|p| at(p)) {
+                Some(p) => p["name"] = json!(name),
+                None => ports.push(json!({"port": port, "protocol": protocol, "name": name})),
+            }
+            if !o["spec"].is_object() {
+                o["spec"] = json!({});
+            }
+            o["spec"]["ports"] = Value::Array(ports);
+        }),
+        Mut::RemovePort(port, protocol) => dynamic(move |o| {
+            if let Some(ports) = o["spec"]["ports"].as_array_mut() {
+                ports.retain(|p| !(p["port"] == json!(port) && p["protocol"] == json!(protocol)));
+            }
+        }),
+        // Not a mutation: `lifecycle.rs` creates and deletes.
+        Mut::Create | Mut::CreateGenerated | Mut::Delete => Mutation::custom(|_| {}),
+        m @ (Mut::AddEntry(_) | Mut::RemoveEntry(_) | Mut::SetEntry(..)) => {
+            super::builtins::to_mutation(case.kind, m)
+        }
         spec => spec_closure(typed_on, spec),
     }
 }

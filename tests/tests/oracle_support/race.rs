@@ -16,7 +16,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use super::model::{Case, Mut, Race};
+use super::model::{Case, Kind, Mut, Race};
 use super::run::get;
 
 /// `race`'s change, applied to a raw object.
@@ -54,6 +54,19 @@ pub(crate) fn apply_race(race: &Race, mutation: &Mut, object: &mut Value) {
         Race::Size => object["spec"]["size"] = json!(99),
         Race::Color => object["spec"]["color"] = json!("blue"),
         Race::Phase => object["status"]["phase"] = json!("Raced <phase>"),
+        Race::Entry => {
+            let kind = super::builtins::kind_of(object);
+            let pointer = super::builtins::list_pointer(kind);
+            let (parent, key) = pointer.rsplit_once('/').unwrap_or_default();
+            if let Some(parent) = object.pointer_mut(parent) {
+                insert_at_0(parent, key, super::builtins::raced_entry(kind));
+            }
+        }
+        Race::Port => insert_at_0(
+            &mut object["spec"],
+            "ports",
+            json!({"port": 53, "protocol": "UDP", "name": "dns", "extra": "kept"}),
+        ),
     }
 }
 
@@ -132,7 +145,7 @@ impl RaceHook {
         apply_race(&self.case.race, &self.case.mutation, &mut object);
         let body: DynamicObject = serde_json::from_value(object)?;
         let pp = PostParams::default();
-        if touches_status(&self.case.race) {
+        if touches_status(&self.case.race) && self.case.kind != Kind::Bare {
             self.raw.replace_status(&self.name, &pp, &body).await?;
         } else {
             self.raw.replace(&self.name, &pp, &body).await?;
@@ -210,7 +223,17 @@ impl RaceHook {
                 m.remove(key);
             }
         }
-        let status = again.as_object_mut().and_then(|o| o.remove("status"));
+        // With a status subresource, the status is not created with the
+        // object.
+        // A Service's cluster IP is the old object's, not the new one's.
+        if let Some(spec) = again["spec"].as_object_mut() {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+        }
+        let status = match self.case.kind {
+            Kind::Bare => None,
+            _ => again.as_object_mut().and_then(|o| o.remove("status")),
+        };
         let body: DynamicObject = serde_json::from_value(again)?;
         self.raw.create(&PostParams::default(), &body).await?;
         if let Some(status) = status {

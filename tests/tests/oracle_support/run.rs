@@ -9,7 +9,8 @@ use anyhow::Context as _;
 use concord_strategies::{
     ConflictPolicy, Error, Mutation, ObjectKey, Target, Writer, strategy_for,
 };
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
@@ -18,10 +19,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::expected::{ANY_TIME, expected, invalidates, tidy};
-use super::model::{Case, Copy, Initial, Kind, Race};
+use super::model::{Case, Copy, Initial, Kind, Mut, Race};
 use super::mutations::to_mutation;
 use super::race::{RaceHook, apply_race};
-use super::types::{SizeView, Sorted, Specimen};
+use super::types::{Mapped, SizeView, Sorted, Specimen, Timed, Weighted};
 
 /// The last-applied annotation the trimmed cache leaves out.
 pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -49,6 +50,7 @@ impl Oracle {
     pub(crate) async fn new() -> anyhow::Result<Self> {
         let env = concord_testenv::TestEnv::shared()?;
         env.install_crd(super::types::crd()?).await?;
+        env.install_crd(super::types::bare_crd()?).await?;
         let ns = env.namespace().await?;
         Ok(Oracle {
             client: env.client()?,
@@ -56,14 +58,27 @@ impl Oracle {
         })
     }
 
-    fn resource(kind: Kind) -> ApiResource {
+    pub(crate) fn resource(kind: Kind) -> ApiResource {
         match kind {
             Kind::Specimen => ApiResource::erase::<Specimen>(&()),
             Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
+            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+            Kind::Service => ApiResource::erase::<Service>(&()),
+            Kind::Pod => ApiResource::erase::<Pod>(&()),
+            Kind::Node => ApiResource::erase::<Node>(&()),
+            Kind::Bare => {
+                let mut bare = ApiResource::erase::<Specimen>(&());
+                bare.kind = "Bare".into();
+                bare.plural = "bares".into();
+                bare
+            }
         }
     }
 
-    fn raw(&self, kind: Kind) -> Api<DynamicObject> {
+    pub(crate) fn raw(&self, kind: Kind) -> Api<DynamicObject> {
+        if kind == Kind::Node {
+            return Api::all_with(self.client.clone(), &Self::resource(kind));
+        }
         Api::namespaced_with(self.client.clone(), self.ns.name(), &Self::resource(kind))
     }
 
@@ -75,6 +90,13 @@ impl Oracle {
 
     /// Run `case` on an object called `name`.
     pub(crate) async fn run(&self, name: &str, case: &Case) -> anyhow::Result<Verdict> {
+        match case.mutation {
+            Mut::Create | Mut::CreateGenerated => {
+                return super::lifecycle::create_case(self, name, case).await;
+            }
+            Mut::Delete => return super::lifecycle::delete_case(self, name, case).await,
+            _ => {}
+        }
         let raw = self.raw(case.kind);
         create(&raw, name, case).await?;
         let before = get(&raw, name).await?.context("created object vanished")?;
@@ -83,7 +105,17 @@ impl Oracle {
             .with_field_manager("oracle");
         *hook.in_process.lock().await = Some(target.clone());
         let target = target.with_before_write(hook.clone());
-        let result = self.write(case, name, target).await;
+        let mut result = self.write(case, name, target.clone()).await;
+        // A requeued reconcile reads a fresh copy and writes again: on
+        // an object recreated meanwhile too, as a new reconcile would.
+        let mut requeued = false;
+        for _ in 0..5 {
+            if !(case.requeue && matches!(result, Err(Error::Conflict { .. }))) {
+                break;
+            }
+            requeued = true;
+            result = self.write(case, name, target.clone()).await;
+        }
         let held_back = match hook.pending.lock().await.take() {
             Some(task) => {
                 task.await??;
@@ -93,14 +125,27 @@ impl Oracle {
         };
         let stored = get(&raw, name).await?;
         let race_landed = hook.after_race.lock().await.clone();
-        judge(case, &before, race_landed, held_back, stored, result)
+        judge(
+            case,
+            &before,
+            race_landed,
+            held_back,
+            requeued,
+            stored,
+            result,
+        )
     }
 
     /// Read the copy the case's writer holds and write through it.
     async fn write(&self, case: &Case, name: &str, target: Target) -> Result<(), Error> {
+        let policy = if case.requeue {
+            ConflictPolicy::Requeue
+        } else {
+            ConflictPolicy::default()
+        };
         let strategy = strategy_for(
             case.strategy.parse().unwrap_or_else(|_| unreachable!()),
-            ConflictPolicy::default(),
+            policy,
         );
         let mutation = to_mutation(case, &self.raw(case.kind), name).await;
         let fetch = |e: kube::Error| Error::Request {
@@ -112,8 +157,29 @@ impl Oracle {
                 let copy = self.raw(kind).get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
-            (Kind::Specimen, Copy::Trimmed) => {
-                let mut copy = self.raw(Kind::Specimen).get(name).await.map_err(fetch)?;
+            (Kind::Deployment, Copy::Typed) => {
+                let copy = self.api::<Deployment>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Service, Copy::Typed) => {
+                let copy = self.api::<Service>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Node, Copy::Typed) => {
+                let nodes: Api<Node> = Api::all(self.client.clone());
+                let copy = nodes.get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Pod, Copy::Typed) => {
+                let copy = self.api::<Pod>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (kind, Copy::Meta) if super::builtins::is_builtin(kind) => {
+                let copy = self.raw(kind).get_metadata(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (kind, Copy::Trimmed) if kind != Kind::ConfigMap => {
+                let mut copy = self.raw(kind).get(name).await.map_err(fetch)?;
                 trim(&mut copy.metadata, &case.strategy);
                 write_as(target, strategy, copy, mutation).await
             }
@@ -146,6 +212,18 @@ impl Oracle {
                 let copy = self.api::<SizeView>().get(name).await.map_err(fetch)?;
                 write_as(target, strategy, copy, mutation).await
             }
+            (Kind::Specimen, Copy::Weighted) => {
+                let copy = self.api::<Weighted>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Specimen, Copy::Mapped) => {
+                let copy = self.api::<Mapped>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
+            (Kind::Specimen, Copy::Timed) => {
+                let copy = self.api::<Timed>().get(name).await.map_err(fetch)?;
+                write_as(target, strategy, copy, mutation).await
+            }
             (Kind::Specimen, Copy::Meta) => {
                 let copy = self
                     .api::<Specimen>()
@@ -162,7 +240,7 @@ impl Oracle {
 /// What the trimmed cache leaves out of an object written by `strategy`:
 /// the framework keeps last-applied for a resource with an `update` cell
 /// and managedFields for one with an `apply` cell (`CacheTrim::for_row`).
-fn trim(meta: &mut kube::core::ObjectMeta, strategy: &str) {
+pub(crate) fn trim(meta: &mut kube::core::ObjectMeta, strategy: &str) {
     if strategy != "apply" {
         meta.managed_fields = None;
     }
@@ -202,7 +280,10 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
     let mut object = match kind {
         Kind::ConfigMap => json!({"apiVersion": "v1", "kind": "ConfigMap",
             "data": pairs(&initial.data)}),
-        Kind::Specimen => {
+        kind if super::builtins::is_builtin(kind) => {
+            super::builtins::object(kind, &initial.entries)
+        }
+        _ => {
             let mut spec = json!({});
             if let Some(size) = initial.size {
                 spec["size"] = json!(size);
@@ -219,6 +300,9 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
                         if let Some(extra) = extra {
                             item["extra"] = json!(extra);
                         }
+                        if let Some((_, w)) = initial.weights.iter().find(|(n, _)| n == name) {
+                            item["weight"] = w.clone();
+                        }
                         item
                     })
                     .collect();
@@ -232,8 +316,20 @@ pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
             if !initial.nested.is_empty() {
                 spec["nested"] = Value::Object(initial.nested.iter().cloned().collect());
             }
-            json!({"apiVersion": format!("{}/v1", super::types::GROUP), "kind": "Specimen",
-                "spec": spec})
+            if !initial.ports.is_empty() {
+                spec["ports"] = json!(initial.ports);
+            }
+            for (k, v) in &initial.fields {
+                spec[k] = v.clone();
+            }
+            let mut object = json!({"apiVersion": format!("{}/v1", super::types::GROUP),
+                "kind": format!("{kind:?}"), "spec": spec});
+            // Without a status subresource, the status is created with
+            // the object.
+            if let (Kind::Bare, Some(status)) = (kind, status(initial)) {
+                object["status"] = status;
+            }
+            object
         }
     };
     tidy(&mut metadata);
@@ -253,8 +349,13 @@ fn status(initial: &Initial) -> Option<Value> {
             .conditions
             .iter()
             .map(|(type_, status, message, severity)| {
+                let time = if initial.fractions {
+                    "2026-01-01T00:00:00.123456Z"
+                } else {
+                    "2026-01-01T00:00:00Z"
+                };
                 let mut c = json!({"type": type_, "status": status, "reason": "Initial",
-                    "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"});
+                    "message": message, "lastTransitionTime": time});
                 if let Some(severity) = severity {
                     c["severity"] = json!(severity);
                 }
@@ -265,7 +366,11 @@ fn status(initial: &Initial) -> Option<Value> {
     (status != json!({})).then_some(status)
 }
 
-async fn create(raw: &Api<DynamicObject>, name: &str, case: &Case) -> anyhow::Result<()> {
+pub(crate) async fn create(
+    raw: &Api<DynamicObject>,
+    name: &str,
+    case: &Case,
+) -> anyhow::Result<()> {
     let body: DynamicObject = serde_json::from_value(object(case.kind, name, &case.initial))?;
     raw.create(&PostParams::default(), &body)
         .await
@@ -311,7 +416,7 @@ pub(crate) fn normal(object: &Value) -> Value {
 
 /// Whether `stored` is `wanted`, a condition time marked [`ANY_TIME`]
 /// matching any time other than the one it replaced.
-fn matches(wanted: &Value, stored: &Value) -> bool {
+pub(crate) fn matches(wanted: &Value, stored: &Value) -> bool {
     match (wanted, stored) {
         (Value::String(w), Value::String(_)) if w == ANY_TIME => true,
         (Value::Object(w), Value::Object(s)) => {
@@ -321,6 +426,11 @@ fn matches(wanted: &Value, stored: &Value) -> bool {
         }
         (Value::Array(w), Value::Array(s)) => {
             w.len() == s.len() && w.iter().zip(s).all(|(a, b)| matches(a, b))
+        }
+        // A number is its value: `2.0` set is `2` stored (Go writes a
+        // whole float without fractions); integers compare exactly.
+        (Value::Number(w), Value::Number(s)) if w.is_f64() || s.is_f64() => {
+            w.as_f64() == s.as_f64()
         }
         _ => wanted == stored,
     }
@@ -332,6 +442,7 @@ fn judge(
     before: &Value,
     after_race: Option<Value>,
     held_back: bool,
+    requeued: bool,
     stored: Option<Value>,
     result: Result<(), Error>,
 ) -> anyhow::Result<Verdict> {
@@ -349,8 +460,9 @@ fn judge(
         apply_race(&case.race, &case.mutation, &mut wanted);
         tidy(&mut wanted);
     }
-    let must_fail = (case.race == Race::Recreate && after_race.is_some())
-        || (invalidates(&case.race, &case.mutation) && after_race.is_some());
+    let must_fail = !requeued
+        && ((case.race == Race::Recreate && after_race.is_some())
+            || (invalidates(&case.race, &case.mutation) && after_race.is_some()));
     // A type holding the tags as a set writes them back sorted and
     // deduplicated: the order is the type's, not a loss.
     let (wanted, stored, met) = match case.copy {

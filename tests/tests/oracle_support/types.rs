@@ -98,23 +98,111 @@ pub(crate) struct SizeSpec {
 
 concord::view!(SizeView, of = Specimen);
 
+/// A type holding the items' weights as `f64` with a serde default: a
+/// stored `1` is `1.0` to it and an absent weight `0.0`; it lacks every
+/// other field of an item and of the spec.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct Weighted {
+    pub(crate) metadata: kube::core::ObjectMeta,
+    #[serde(default)]
+    pub(crate) spec: WeightedSpec,
+}
+
+/// The spec of [`Weighted`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct WeightedSpec {
+    #[serde(default, rename = "items")]
+    pub(crate) entries: Vec<WeightedItem>,
+}
+
+/// An item of [`Weighted`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct WeightedItem {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) weight: f64,
+}
+
+concord::view!(Weighted, of = Specimen);
+
+/// A type holding the conditions as k8s-openapi `Condition`s: `Time`
+/// writes whole seconds, and it lacks `severity`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct Timed {
+    pub(crate) metadata: kube::core::ObjectMeta,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) status: Option<TimedStatus>,
+}
+
+/// The status of [`Timed`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct TimedStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+}
+
+concord::view!(Timed, of = Specimen);
+
+/// A type holding the nested map as a `HashMap` (unordered) and the
+/// colour as an enum; it lacks every other field.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct Mapped {
+    pub(crate) metadata: kube::core::ObjectMeta,
+    #[serde(default)]
+    pub(crate) spec: MappedSpec,
+}
+
+/// The spec of [`Mapped`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub(crate) struct MappedSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) color: Option<Color>,
+    #[serde(default, skip_serializing_if = "std::collections::HashMap::is_empty")]
+    pub(crate) nested: std::collections::HashMap<String, serde_json::Value>,
+}
+
+/// A colour, as an enum.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Color {
+    Red,
+    Green,
+    Blue,
+}
+
+concord::view!(Mapped, of = Specimen);
+
 /// A nested map as a Rust type may hold it.
 pub(crate) type Nested = BTreeMap<String, serde_json::Value>;
 
-/// The specimen CRD.
+/// The specimen CRD (with a status subresource).
 pub(crate) fn crd() -> anyhow::Result<CustomResourceDefinition> {
+    family("specimens", "Specimen", true)
+}
+
+/// The bare CRD: the specimen's schema without a status subresource.
+pub(crate) fn bare_crd() -> anyhow::Result<CustomResourceDefinition> {
+    family("bares", "Bare", false)
+}
+
+fn family(plural: &str, kind: &str, status: bool) -> anyhow::Result<CustomResourceDefinition> {
     let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let subresources = if status {
+        json!({"status": {}})
+    } else {
+        json!({})
+    };
     Ok(serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("specimens.{GROUP}")},
+        "metadata": {"name": format!("{plural}.{GROUP}")},
         "spec": {
             "group": GROUP,
             "scope": "Namespaced",
-            "names": {"plural": "specimens", "singular": "specimen", "kind": "Specimen"},
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
             "versions": [{
                 "name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
+                "subresources": subresources,
                 "schema": {"openAPIV3Schema": {
                     "type": "object",
                     "properties": {
@@ -129,8 +217,26 @@ pub(crate) fn crd() -> anyhow::Result<CustomResourceDefinition> {
                                     "name": {"type": "string"},
                                     "value": {"type": "string"},
                                     "extra": {"type": "string"},
+                                    "weight": {"type": "number"},
                                 }},
                             },
+                            "ports": {
+                                "type": "array",
+                                "x-kubernetes-list-type": "map",
+                                "x-kubernetes-list-map-keys": ["port", "protocol"],
+                                "items": {"type": "object", "required": ["port", "protocol"], "properties": {
+                                    "port": {"type": "integer"},
+                                    "protocol": {"type": "string"},
+                                    "name": {"type": "string"},
+                                    "extra": {"type": "string"},
+                                }},
+                            },
+                            "aliases": {"type": "array", "x-kubernetes-list-type": "set",
+                                "items": {"type": "string"}},
+                            "opt": {"type": "string", "nullable": true},
+                            "target": {"x-kubernetes-int-or-string": true},
+                            "cpu": {"x-kubernetes-int-or-string": true,
+                                "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$"},
                             "rules": {"type": "array", "items": open},
                             "tags": {"type": "array", "items": {"type": "string"}},
                             "nested": open,
