@@ -28,26 +28,44 @@ impl<K: AnyObject> SharedCache<K> {
                     return;
                 };
                 let trim = self.trim;
+                let streaming = streaming::serves_streaming_lists(&self.api).await;
+                // A shard selection that changes (`selector` sharding)
+                // restarts the watches: their new lists replace the store
+                // as a relist would.
+                let mut changes = self.selection.changes();
                 let run = async {
-                    let mut config = self.selection.resolve();
-                    if streaming::serves_streaming_lists(&self.api).await {
-                        config = config.streaming_lists();
-                    }
-                    let streams = self.apis.iter().enumerate().map(|(i, api)| {
-                        watcher(api.clone(), config.clone())
-                            .default_backoff()
-                            .modify(move |object: &mut K| trim.apply(object))
-                            .map(move |event| (i, event))
-                            .boxed()
-                    });
-                    let mut events = futures::stream::select_all(streams);
-                    let mut relists = Relists::new(self.apis.len());
-                    while let Some((i, event)) = events.next().await {
-                        match event {
-                            Ok(event) => self.apply(&mut writer, &mut relists, i, event),
-                            Err(error) => tracing::debug!(%error, "shared watch"),
+                    loop {
+                        let mut config = self.selection.resolve();
+                        if streaming {
+                            config = config.streaming_lists();
                         }
-                        self.changed.notify_waiters();
+                        let streams = self.apis.iter().enumerate().map(|(i, api)| {
+                            watcher(api.clone(), config.clone())
+                                .default_backoff()
+                                .modify(move |object: &mut K| trim.apply(object))
+                                .map(move |event| (i, event))
+                                .boxed()
+                        });
+                        let mut events = futures::stream::select_all(streams);
+                        let mut relists = Relists::new(self.apis.len());
+                        loop {
+                            tokio::select! {
+                                event = events.next() => {
+                                    let Some((i, event)) = event else { return };
+                                    match event {
+                                        Ok(event) => self.apply(&mut writer, &mut relists, i, event),
+                                        Err(error) => tracing::debug!(%error, "shared watch"),
+                                    }
+                                    self.changed.notify_waiters();
+                                }
+                                change = changes.next() => {
+                                    if change.is_none() {
+                                        changes = Box::pin(futures::stream::pending());
+                                    }
+                                    break;
+                                }
+                            }
+                        }
                     }
                 };
                 tokio::select! {

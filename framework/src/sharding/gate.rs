@@ -10,7 +10,9 @@ use std::time::Instant;
 use futures::Stream;
 use tokio::sync::{Notify, watch};
 
+use super::ranges::{self, ShardKey};
 use super::ring::{MemberId, View};
+use super::selectors::Selectors;
 use super::stats::ShardStats;
 
 /// What a member has published: the view it acknowledged.
@@ -120,6 +122,12 @@ pub(crate) struct ShardGate {
     pub(crate) selector: OnceLock<String>,
     /// In `label` mode, the label key that carries the owner.
     pub(crate) label: OnceLock<String>,
+    /// In `selector` mode, the field the API server hashes: keys then
+    /// carry its hash and are placed by their bucket of the hash space.
+    pub(crate) placement: OnceLock<ShardKey>,
+    /// In `selector` mode, where this replica's shard selector is
+    /// published for its caches' watches.
+    pub(crate) selectors: OnceLock<Arc<Selectors>>,
     state: Mutex<State>,
     /// Signalled when a reconcile ends, so a pending drain is re-checked.
     drained: Notify,
@@ -169,6 +177,8 @@ impl ShardGate {
         ShardGate {
             selector: OnceLock::new(),
             label: OnceLock::new(),
+            placement: OnceLock::new(),
+            selectors: OnceLock::new(),
             me,
             state: Mutex::new(State {
                 target: View::default(),
@@ -192,6 +202,50 @@ impl ShardGate {
     pub(crate) fn set_label(&self, label: String) {
         let _ = self.selector.set(format!("{label}={}", self.me));
         let _ = self.label.set(label);
+    }
+
+    /// `selector` mode: keys carry the server's hash of `key`'s field, and
+    /// the caches watch the ranges this replica owns through `selectors`.
+    pub(crate) fn set_ranges(&self, key: ShardKey, selectors: Arc<Selectors>) {
+        let _ = self.placement.set(key);
+        let _ = self.selectors.set(selectors);
+    }
+
+    /// The gate key of an object: `namespace/name`, and in `selector` mode
+    /// `/` and the server's hash of the placement field after it.
+    pub(crate) fn key_of(&self, namespace: &str, name: &str, uid: &str) -> String {
+        match self.placement.get() {
+            Some(key) => key.key(namespace, name, uid),
+            None => format!("{namespace}/{name}"),
+        }
+    }
+
+    /// `selector` mode: publishes the ranges of every bucket this replica
+    /// owns in the observed view or in a view it may have acknowledged, so
+    /// a new owner's cache fills before it may start and an old owner's
+    /// keeps the objects it drains until it acknowledged their loss.
+    fn publish_ranges(&self) {
+        let (Some(key), Some(selectors)) = (self.placement.get(), self.selectors.get()) else {
+            return;
+        };
+        let state = self.lock();
+        let mut views: Vec<&View> = vec![&state.target];
+        views.extend(state.claims.iter());
+        let owned = ranges::ranges_of(&self.me, &views);
+        drop(state);
+        // Owning no bucket yet (not joined): the first bucket, which
+        // caches a few objects more and changes nothing about who
+        // reconciles them.
+        let owned = if owned.is_empty() {
+            vec![(0, 1u128 << (64 - ranges::BUCKETS.trailing_zeros()))]
+        } else {
+            owned
+        };
+        if let Some(selector) = ranges::selector(*key, &owned)
+            && selectors.publish(&selector)
+        {
+            tracing::debug!(ranges = owned.len(), "shard selector changed; restarting the sharded watches");
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -337,6 +391,8 @@ impl ShardGate {
         if changed {
             state.peers = None;
         }
+        drop(state);
+        self.publish_ranges();
     }
 
     /// The claim we acknowledged, when only one can be on the server.
@@ -358,6 +414,7 @@ impl ShardGate {
         state.refused = refused;
         drop(state);
         if changed {
+            self.publish_ranges();
             self.wake();
         }
     }
