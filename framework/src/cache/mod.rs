@@ -27,6 +27,7 @@ mod projection;
 mod queue;
 mod reader;
 mod registry;
+mod selected;
 mod selection;
 mod sizes;
 mod store;

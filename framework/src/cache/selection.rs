@@ -21,6 +21,8 @@ pub(crate) type ShardChanges = Arc<dyn Fn() -> BoxStream<'static, ()> + Send + S
 pub(crate) struct Selection {
     shard: Option<ShardSelection>,
     changes: Option<ShardChanges>,
+    /// The manager's client, through which a shard selector is sent.
+    client: Option<kube::Client>,
     labels: Option<String>,
     fields: Option<String>,
 }
@@ -38,9 +40,20 @@ impl Selection {
 
     /// Also restarts the watch whenever `changes` yields (`selector`
     /// sharding: the replica's ranges moved).
-    pub(crate) fn with_shard_changes(mut self, changes: ShardChanges) -> Self {
+    pub(crate) fn with_shard_changes(mut self, changes: ShardChanges, client: kube::Client) -> Self {
         self.changes = Some(changes);
+        self.client = Some(client);
         self
+    }
+
+    /// The client a watch of `config` goes through, when it must be the
+    /// manager's: `config` asks for a shard selector.
+    pub(super) fn shard_client(&self, config: &watcher::Config) -> Option<kube::Client> {
+        let marked = config
+            .label_selector
+            .as_deref()
+            .is_some_and(|s| s.contains(crate::sharding::SELECTOR_MARKER));
+        self.client.clone().filter(|_| marked)
     }
 
     /// The changes that restart the watch; never, for most selections.

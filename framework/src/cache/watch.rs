@@ -39,9 +39,18 @@ impl<K: AnyObject> SharedCache<K> {
                         if streaming {
                             config = config.streaming_lists();
                         }
+                        let client = self.selection.shard_client(&config);
                         let streams = self.apis.iter().enumerate().map(|(i, api)| {
-                            watcher(api.clone(), config.clone())
-                                .default_backoff()
+                            match &client {
+                                Some(client) => super::selected::watch(
+                                    client.clone(),
+                                    api,
+                                    &self.dyntype,
+                                    config.clone(),
+                                ),
+                                None => watcher(api.clone(), config.clone()).boxed(),
+                            }
+                            .default_backoff()
                                 .modify(move |object: &mut K| trim.apply(object))
                                 .map(move |event| (i, event))
                                 .boxed()

@@ -306,9 +306,10 @@ impl Manager {
                         "shard",
                         Arc::new(move || crate::sharding::hooks::watcher_config(Some(&gate))),
                     )
-                    .with_shard_changes(Arc::new(move || {
-                        crate::sharding::hooks::selector_changes(&changed)
-                    }))
+                    .with_shard_changes(
+                        Arc::new(move || crate::sharding::hooks::selector_changes(&changed)),
+                        self.client.clone(),
+                    )
             }
         };
         let cache = self.shared_cache(api, more, selection, &dyntype);

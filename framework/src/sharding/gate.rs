@@ -244,7 +244,10 @@ impl ShardGate {
         if let Some(selector) = ranges::selector(*key, &owned)
             && selectors.publish(&selector)
         {
-            tracing::debug!(ranges = owned.len(), "shard selector changed; restarting the sharded watches");
+            tracing::debug!(
+                ranges = owned.len(),
+                "shard selector changed; restarting the sharded watches"
+            );
         }
     }
 

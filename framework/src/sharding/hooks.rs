@@ -96,9 +96,7 @@ pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
 
 /// In `selector` mode, yields whenever this replica's shard selector
 /// changes, so the sharded watches restart with it; else never.
-pub(crate) fn selector_changes(
-    gate: &Arc<ShardGate>,
-) -> futures::stream::BoxStream<'static, ()> {
+pub(crate) fn selector_changes(gate: &Arc<ShardGate>) -> futures::stream::BoxStream<'static, ()> {
     match gate.selectors.get() {
         Some(selectors) => selectors.changes().boxed(),
         None => futures::stream::pending().boxed(),

@@ -37,7 +37,7 @@ pub use handle::ShardHandle;
 pub use mode::ShardingMode;
 #[doc(inline)]
 pub use ranges::ShardKey;
-pub(crate) use selectors::{Selectors, with_shard_selectors};
+pub(crate) use selectors::{MARKER as SELECTOR_MARKER, Selectors, with_shard_selectors};
 pub(crate) use stats::ShardStats;
 
 use crate::leader::LeaderElector;

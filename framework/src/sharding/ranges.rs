@@ -211,12 +211,10 @@ mod tests {
         let full = selector(ShardKey::Uid, &[(0, 1 << 64)]);
         assert_eq!(
             full.as_deref(),
-            Some(
-                "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"
-            )
+            Some("shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')")
         );
-        let two = selector(ShardKey::Namespace, &[(0, 1 << 57), (1 << 58, 1 << 59)])
-            .unwrap_or_default();
+        let two =
+            selector(ShardKey::Namespace, &[(0, 1 << 57), (1 << 58, 1 << 59)]).unwrap_or_default();
         assert_eq!(two.matches(" || ").count(), 1);
         assert!(two.contains("'0x0400000000000000', '0x0800000000000000'"));
         assert_eq!(selector(ShardKey::Uid, &[]), None);

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use super::ring::fingerprint;
 
 /// The label key prefix of a marker term.
-const MARKER: &str = "shard.concord.dev/selector-";
+pub(crate) const MARKER: &str = "shard.concord.dev/selector-";
 
 /// Markers kept known after they stopped being current, for watches that
 /// reconnect before their restart.
@@ -211,12 +211,17 @@ mod tests {
         )
         .parse()
         .unwrap_or_default();
-        let rewritten = selectors.rewrite(&uri).and_then(Result::ok).unwrap_or_default();
+        let rewritten = selectors
+            .rewrite(&uri)
+            .and_then(Result::ok)
+            .unwrap_or_default();
         let query = rewritten.query().unwrap_or_default();
         assert!(query.contains("labelSelector=app%3Dx"), "{query}");
         assert!(!query.contains("selector-"), "{query}");
         assert!(
-            query.ends_with("shardSelector=shardRange%28object.metadata.uid%2C%20%270x0%27%2C%20%270x1%27%29"),
+            query.ends_with(
+                "shardSelector=shardRange%28object.metadata.uid%2C%20%270x0%27%2C%20%270x1%27%29"
+            ),
             "{query}"
         );
         let alone: Uri = format!("/api/v1/configmaps?labelSelector={}", encode(&marker))
@@ -235,11 +240,14 @@ mod tests {
     #[test]
     fn requests_without_a_marker_pass_untouched() {
         let selectors = Selectors::default();
-        let uri: Uri = "/api/v1/configmaps?labelSelector=app%3Dx".parse().unwrap_or_default();
-        assert!(selectors.rewrite(&uri).is_none());
-        let unknown: Uri = "/api/v1/configmaps?labelSelector=%21shard.concord.dev%2Fselector-00000000"
+        let uri: Uri = "/api/v1/configmaps?labelSelector=app%3Dx"
             .parse()
             .unwrap_or_default();
+        assert!(selectors.rewrite(&uri).is_none());
+        let unknown: Uri =
+            "/api/v1/configmaps?labelSelector=%21shard.concord.dev%2Fselector-00000000"
+                .parse()
+                .unwrap_or_default();
         assert!(matches!(selectors.rewrite(&unknown), Some(Err(_))));
     }
 }
