@@ -40,7 +40,11 @@ impl Selection {
 
     /// Also restarts the watch whenever `changes` yields (`selector`
     /// sharding: the replica's ranges moved).
-    pub(crate) fn with_shard_changes(mut self, changes: ShardChanges, client: kube::Client) -> Self {
+    pub(crate) fn with_shard_changes(
+        mut self,
+        changes: ShardChanges,
+        client: kube::Client,
+    ) -> Self {
         self.changes = Some(changes);
         self.client = Some(client);
         self

@@ -34,7 +34,10 @@ impl<K: AnyObject> SharedCache<K> {
                 // as a relist would.
                 let mut changes = self.selection.changes();
                 let run = async {
+                    let mut restarted = false;
                     loop {
+                        self.quiet.store(restarted, Ordering::Release);
+                        restarted = true;
                         let mut config = self.selection.resolve();
                         if streaming {
                             config = config.streaming_lists();
@@ -51,9 +54,9 @@ impl<K: AnyObject> SharedCache<K> {
                                 None => watcher(api.clone(), config.clone()).boxed(),
                             }
                             .default_backoff()
-                                .modify(move |object: &mut K| trim.apply(object))
-                                .map(move |event| (i, event))
-                                .boxed()
+                            .modify(move |object: &mut K| trim.apply(object))
+                            .map(move |event| (i, event))
+                            .boxed()
                         });
                         let mut events = futures::stream::select_all(streams);
                         let mut relists = Relists::new(self.apis.len());
@@ -105,6 +108,13 @@ impl<K: AnyObject> SharedCache<K> {
         i: usize,
         event: watcher::Event<K>,
     ) {
+        let unchanged = match &event {
+            watcher::Event::InitApply(object) => self.listed_unchanged(object),
+            _ => false,
+        };
+        if matches!(event, watcher::Event::InitDone) {
+            self.quiet.store(false, Ordering::Release);
+        }
         if self.apis.len() == 1 {
             let old = match &event {
                 watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
@@ -127,7 +137,9 @@ impl<K: AnyObject> SharedCache<K> {
                 }
                 watcher::Event::InitApply(object) => {
                     self.refresh_hot(&object, false);
-                    self.announce(old.as_deref(), object, Lane::Listed);
+                    if !unchanged {
+                        self.announce(old.as_deref(), object, Lane::Listed);
+                    }
                 }
                 watcher::Event::Delete(object) => self.refresh_hot(&object, true),
                 // The store holds the list now.
@@ -166,7 +178,9 @@ impl<K: AnyObject> SharedCache<K> {
                 self.indexes.applied(&index_key(&object), &object);
                 self.tell(&object);
                 self.refresh_hot(&object, false);
-                self.announce(old.as_deref(), object, lane);
+                if !unchanged {
+                    self.announce(old.as_deref(), object, lane);
+                }
             }
             watcher::Event::Delete(object) => {
                 self.refresh_hot(&object, true);
