@@ -22,8 +22,12 @@ pub(crate) struct Caches {
     entries: Mutex<Vec<Entry>>,
     /// The indexes every cache of a type gets: a `(String, KeyFn<K>)`
     /// under `K`'s type id.
-    indexers: Mutex<Vec<(TypeId, String, Arc<dyn Any + Send + Sync>)>>,
+    indexers: Mutex<Vec<Indexer>>,
 }
+
+/// One index every cache of a type gets: the type's id, the index's name
+/// and its `KeyFn<K>`, erased.
+type Indexer = (TypeId, String, Arc<dyn Any + Send + Sync>);
 
 struct Entry {
     type_id: TypeId,
