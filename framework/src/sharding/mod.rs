@@ -133,6 +133,8 @@ pub(crate) struct Sharding {
     /// The collection paths the controllers watch, asked at start whether
     /// the server serves shard selectors on them.
     paths: Vec<String>,
+    /// `--shards=auto` or `selector`: the server was asked.
+    probed: bool,
 }
 
 impl Sharding {
@@ -164,6 +166,7 @@ impl Sharding {
             key,
             selectors,
             paths: Vec::new(),
+            probed: mode.may_select(),
         }
     }
 
@@ -207,6 +210,12 @@ impl Sharding {
     /// The mode settled at start (`auto` until then).
     pub(crate) fn mode(&self) -> ShardingMode {
         self.mode
+    }
+
+    /// Whether the mode was asked of the server (`--shards=auto` or
+    /// `selector`), rather than set by the flag alone.
+    pub(crate) fn probed(&self) -> bool {
+        self.probed
     }
 
     pub(crate) fn gate(&self) -> Arc<ShardGate> {

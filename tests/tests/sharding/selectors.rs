@@ -13,9 +13,10 @@ use crate::sharding_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, ensure};
-use concord::ShardingMode;
+use anyhow::{Context as _, Result, ensure};
+use concord::{Manager, ManagerArgs, ShardingMode};
 use concord_testenv::{ControlPlane, ControlPlaneOptions, TestEnv};
+use concord_tests::http_get as get;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, PostParams};
 use kube::{Client, Config, ResourceExt};
@@ -162,21 +163,59 @@ async fn selector_mode_places_every_object_once_without_a_write_and_a_crash_lose
 }
 // ANCHOR_END: selector_mode
 
+/// A replica of `mode` serving `/metrics` and `/readyz`: its
+/// placement as `/readyz?verbose` and `/metrics` say it, once joined.
+async fn placement_said(
+    client: Client,
+    namespace: &str,
+    mode: ShardingMode,
+) -> Result<(String, String)> {
+    let args = ManagerArgs::new()
+        .with_shards(mode, namespace)
+        .with_health_probe_bind_address("127.0.0.1:0")
+        .with_metrics_bind_address("127.0.0.1:0");
+    let mut manager = Manager::builder("sharding-said")
+        .with_client(client.clone())
+        .with_args(args)
+        .with_leader_election_config(timings())
+        .with_signal_handling(false)
+        .build()
+        .await?;
+    let health_at = manager.health_address().context("probes are served")?;
+    let metrics_at = manager.metrics_address().context("metrics are served")?;
+    let maps: Api<ConfigMap> = Api::namespaced(client, namespace);
+    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    let shard = manager.sharding().context("sharded")?;
+    let stop = manager.shutdown_handle();
+    let running = tokio::spawn(manager.run());
+    ensure!(
+        eventually(Duration::from_secs(30), || shard.settled()
+            && !shard.mode().is_empty())
+        .await,
+        "did not join"
+    );
+    let (_, readyz) = get(health_at, "/readyz?verbose").await?;
+    let (_, metrics) = get(metrics_at, "/metrics").await?;
+    stop.shutdown();
+    running.await??;
+    let metric = metrics
+        .lines()
+        .find(|l| l.starts_with("concord_shard_mode"))
+        .unwrap_or_default()
+        .to_owned();
+    Ok((readyz, metric))
+}
+
 #[tokio::test]
-async fn auto_chooses_selectors_where_the_server_serves_them() -> Result<()> {
+async fn auto_chooses_selectors_where_the_server_serves_them_and_says_so() -> Result<()> {
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
-    let log: Log = Arc::default();
-    let replica = replica_in(ShardingMode::Auto, env.client()?, ns.name(), 0, &log).await?;
+    let (readyz, metric) = placement_said(env.client()?, ns.name(), ShardingMode::Auto).await?;
+    ensure!(readyz.contains("[+]shard-mode:selector ok\n"), "{readyz}");
     ensure!(
-        eventually(Duration::from_secs(30), || replica.shard.mode()
-            == "selector")
-        .await,
-        "auto chose {:?}",
-        replica.shard.mode()
+        metric == r#"concord_shard_mode{mode="selector"} 1"#,
+        "{metric}"
     );
-    replica.stop.shutdown();
-    replica.run.await??;
     Ok(())
 }
 
@@ -243,5 +282,12 @@ async fn without_the_gate_auto_chooses_labels_and_selector_refuses_to_start() ->
         replica.stop.shutdown();
         replica.run.await??;
     }
+    // And says so.
+    let (readyz, metric) = placement_said(client, &ns, ShardingMode::Auto).await?;
+    ensure!(readyz.contains("[+]shard-mode:label ok\n"), "{readyz}");
+    ensure!(
+        metric == r#"concord_shard_mode{mode="label"} 1"#,
+        "{metric}"
+    );
     Ok(())
 }
