@@ -287,8 +287,16 @@ impl Sharding {
                 _ = work => elector.hold(&mut sharder_done).await,
             }
         };
-        let (member, sharder) = tokio::join!(membership, sharder);
-        member.and(sharder)
+        // A lost membership ends the replica at once, sharder or not: the
+        // fence has stopped its reconciles, and nothing may outlive it.
+        tokio::pin!(membership, sharder);
+        tokio::select! {
+            member = &mut membership => match member {
+                Err(error) => Err(error),
+                Ok(()) => sharder.await,
+            },
+            held = &mut sharder => membership.await.and(held),
+        }
     }
 
     /// Runs the membership loop in a task of its own, so that renewals

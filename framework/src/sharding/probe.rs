@@ -79,8 +79,44 @@ pub(crate) async fn choose(
     })
 }
 
-/// Whether a list of `path` with a `shardSelector` comes back filtered.
+/// Attempts of the probe of one path before a transient failure (no
+/// answer, 429, 5xx) stops the start.
+const ATTEMPTS: u32 = 5;
+
+/// Whether a list of `path` with a `shardSelector` comes back filtered,
+/// asked again after a transient failure.
 async fn serves(client: &Client, path: &str, key: ShardKey) -> Result<bool, Error> {
+    let mut delay = std::time::Duration::from_millis(200);
+    for _ in 1..ATTEMPTS {
+        match ask(client, path, key).await {
+            Err(Asked::Transient(message)) => {
+                tracing::debug!(%message, path, "asking for shard selectors failed; asking again");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            outcome => return outcome.map_err(|e| refused(path, e)),
+        }
+    }
+    ask(client, path, key).await.map_err(|e| refused(path, e))
+}
+
+/// Why the probe had no answer.
+enum Asked {
+    /// Worth asking again: no answer, 429 or a 5xx.
+    Transient(String),
+    /// Not: any other answer.
+    Permanent(String),
+}
+
+fn refused(path: &str, asked: Asked) -> Error {
+    let (Asked::Transient(message) | Asked::Permanent(message)) = asked;
+    Error::ShardingConfig(format!(
+        "--shards: asking the API server whether it serves shard selectors on {path} failed: {message}"
+    ))
+}
+
+/// One list of `path` with a `shardSelector` of the whole space.
+async fn ask(client: &Client, path: &str, key: ShardKey) -> Result<bool, Asked> {
     let Some(selector) = ranges::selector(key, &[(0, 1 << 64)]) else {
         return Ok(false);
     };
@@ -88,20 +124,18 @@ async fn serves(client: &Client, path: &str, key: ShardKey) -> Result<bool, Erro
         "{path}?limit=1&shardSelector={}",
         super::selectors::encode(&selector)
     );
-    let refused = |message: String| {
-        Error::ShardingConfig(format!(
-            "--shards: asking the API server whether it serves shard selectors on {path} failed: {message}"
-        ))
-    };
     let request = http::Request::get(uri)
         .body(Vec::new())
-        .map_err(|e| refused(e.to_string()))?;
-    let text = client
-        .request_text(request)
-        .await
-        .map_err(|e| refused(e.to_string()))?;
+        .map_err(|e| Asked::Permanent(e.to_string()))?;
+    let text = client.request_text(request).await.map_err(|e| match &e {
+        kube::Error::Api(status) if status.code == 429 || status.code >= 500 => {
+            Asked::Transient(e.to_string())
+        }
+        kube::Error::Api(_) => Asked::Permanent(e.to_string()),
+        _ => Asked::Transient(e.to_string()),
+    })?;
     let list: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| refused(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| Asked::Permanent(e.to_string()))?;
     Ok(list
         .pointer("/metadata/shardInfo/selector")
         .is_some_and(serde_json::Value::is_string))
