@@ -172,7 +172,11 @@ pub fn summary(f: &Figures) -> String {
         f.mode,
         f.placement_writes,
         f.objects,
-        if f.placement_writes == 0 { "none" } else { "written" }
+        if f.placement_writes == 0 {
+            "none"
+        } else {
+            "written"
+        }
     ));
     out.push_str(&format!(
         "| `label` | placement ≥ {PLACEMENT_TARGET} × the API server's PATCH ceiling | {low:.2}× against the faster ceiling run, {high:.2}× against the slower | {} |\n",

@@ -113,6 +113,9 @@ pub(crate) type Cached = Box<dyn Fn(&str) -> bool + Send + Sync>;
 /// Lists the `namespace/name` keys of one controller's store.
 pub(crate) type Lister = Box<dyn Fn() -> Vec<String> + Send + Sync>;
 
+/// The gate key of a `namespace/name` in one controller's store, if cached.
+pub(crate) type Resolver = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// One replica's admission gate, shared by its controllers and its
 /// membership loop.
 pub(crate) struct ShardGate {
@@ -136,6 +139,9 @@ pub(crate) struct ShardGate {
     pub(crate) stats: Arc<ShardStats>,
     /// Key listers, one per controller store, for the owned-keys and moves metrics.
     listers: Mutex<Vec<Lister>>,
+    /// `selector` mode: the gate key of a cached `namespace/name`, one per
+    /// controller store, so a question by name costs one store lookup.
+    resolvers: Mutex<Vec<Resolver>>,
     /// `label` mode: the sharders to run when this replica holds the sharder Lease.
     labellers: Mutex<Vec<super::sharder::Labeller>>,
     generation: AtomicU64,
@@ -193,6 +199,7 @@ impl ShardGate {
             wake,
             stats: Arc::default(),
             listers: Mutex::new(Vec::new()),
+            resolvers: Mutex::new(Vec::new()),
             labellers: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
         }
@@ -471,6 +478,23 @@ impl ShardGate {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(lister);
+    }
+
+    /// Registers how one controller's store resolves `namespace/name`.
+    pub(crate) fn add_resolver(&self, resolver: Resolver) {
+        self.resolvers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(resolver);
+    }
+
+    /// The gate key of a cached `namespace/name` (`selector` mode).
+    pub(crate) fn resolve(&self, key: &str) -> Option<String> {
+        let resolvers = self
+            .resolvers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        resolvers.iter().find_map(|resolve| resolve(key))
     }
 
     /// Registers the sharder of one controller's resource (`label` mode).

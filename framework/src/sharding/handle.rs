@@ -35,12 +35,7 @@ impl ShardHandle {
         if self.gate.placement.get().is_none() {
             return self.gate.owns(&key);
         }
-        let prefix = format!("{key}/");
-        self.gate
-            .known_keys()
-            .iter()
-            .find(|k| k.starts_with(&prefix))
-            .is_some_and(|k| self.gate.owns(k))
+        self.gate.resolve(&key).is_some_and(|k| self.gate.owns(&k))
     }
 
     /// Whether this replica owns the object of this uid (`selector` mode:

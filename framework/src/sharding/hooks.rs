@@ -141,6 +141,16 @@ pub(crate) fn attach<K: AnyObject>(
     }
     let (listed, lister) = (store.clone(), gate.clone());
     gate.add_lister(Box::new(move || keys_of(&listed, &lister)));
+    let (resolving, resolver, known) = (store.clone(), gate.clone(), dyntype.clone());
+    gate.add_resolver(Box::new(move |key| {
+        use kube::ResourceExt as _;
+        let object = resolving.get(&object_ref::<K>(key, &known))?;
+        Some(resolver.key_of(
+            &object.namespace().unwrap_or_default(),
+            &object.name_any(),
+            object.meta().uid.as_deref().unwrap_or_default(),
+        ))
+    }));
     let (cached, known) = (store.clone(), dyntype.clone());
     gate.watch_seat(
         *seat,
