@@ -158,33 +158,20 @@ pub fn summary(f: &Figures) -> String {
         f.settings(),
         f.wall.as_secs_f64() / 60.0
     );
-    out.push_str("| mode | target | figure | verdict |\n| --- | --- | --- | --- |\n");
+    out.push_str("| target | figure | verdict |\n| --- | --- | --- |\n");
     out.push_str(&format!(
-        "| `{}` | crash (SIGKILL) handover p99 ≤ lease duration + one retry period ({} s) | {} s over {} crashes | {}{why} |\n",
-        f.mode,
+        "| crash (SIGKILL) handover p99 ≤ lease duration + one retry period ({} s) | {} s over {} crashes | {}{why} |\n",
         secs(Some(f.crash_target())),
         secs(f.crash_p99()),
         f.crashes.len(),
         crash.as_str()
     ));
     out.push_str(&format!(
-        "| `{}` | objects written to place them | {} of {} over the handovers | {} |\n",
-        f.mode,
-        f.placement_writes,
-        f.objects,
-        if f.placement_writes == 0 {
-            "none"
-        } else {
-            "written"
-        }
-    ));
-    out.push_str(&format!(
-        "| `label` | placement ≥ {PLACEMENT_TARGET} × the API server's PATCH ceiling | {low:.2}× against the faster ceiling run, {high:.2}× against the slower | {} |\n",
+        "| `label` placement ≥ {PLACEMENT_TARGET} × the API server's PATCH ceiling | {low:.2}× against the faster ceiling run, {high:.2}× against the slower | {} |\n",
         f.placement_verdict().as_str()
     ));
     out.push_str(&format!(
-        "| `{}`, `label` | objects reconciled by two replicas at once: 0 | {} in {} reconciles over the whole run (placement and handovers) | {} |\n",
-        f.mode,
+        "| objects reconciled by two replicas at once: 0 | {} in {} reconciles over the whole run (placement and handovers) | {} |\n",
         f.double,
         f.reconciles,
         if f.double == 0 { "met" } else { "missed" }
@@ -192,9 +179,9 @@ pub fn summary(f: &Figures) -> String {
     out
 }
 
-fn row(out: &mut String, mode: &str, label: &str, moved: &str, values: &[Duration]) {
+fn row(out: &mut String, label: &str, moved: &str, values: &[Duration]) {
     out.push_str(&format!(
-        "| `{mode}` | {label} | {} | {moved} | {} | {} | {} |\n",
+        "| {label} | {} | {moved} | {} | {} | {} |\n",
         values.len(),
         secs(percentile(values, 50.0)),
         secs(percentile(values, 99.0)),
@@ -215,8 +202,8 @@ pub fn handover(f: &Figures) -> String {
         f.hold.as_millis(),
         f.settings()
     );
-    out.push_str("| mode | phase | events | objects moved (p50) | p50 (s) | p99 (s) | max (s) |\n");
-    out.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| phase | events | objects moved (p50) | p50 (s) | p99 (s) | max (s) |\n");
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
     let moved = |samples: &[Sample]| {
         let mut counts: Vec<usize> = samples.iter().map(|s| s.moved).collect();
         counts.sort_unstable();
@@ -231,70 +218,62 @@ pub fn handover(f: &Figures) -> String {
     let (l, c) = (f.leaves.as_slice(), f.crashes.as_slice());
     row(
         &mut out,
-        &f.mode,
         "**clean leave: every moved object reconciled by its new owner**",
         &moved(l),
         &all_done(l),
     );
     row(
         &mut out,
-        &f.mode,
         "clean leave: the leaver drained, deleted its Lease and exited",
         "",
         &pick(l, |s| s.gone),
     );
     row(
         &mut out,
-        &f.mode,
         "clean leave: the last survivor dropped it from its view",
         "",
         &pick(l, |s| Some(s.dropped)),
     );
     row(
         &mut out,
-        &f.mode,
         "crash: age of its last renewal at the kill",
         "",
         &pick(c, |s| s.renewal_age),
     );
     row(
         &mut out,
-        &f.mode,
         "crash: the last survivor dropped it from its view",
         "",
         &pick(c, |s| Some(s.dropped)),
     );
     row(
         &mut out,
-        &f.mode,
         "crash: the last survivor acknowledged the view without it",
         "",
         &pick(c, |s| Some(s.acked)),
     );
     row(
         &mut out,
-        &f.mode,
         "crash: the first moved object started on its new owner",
         "",
         &pick(c, |s| Some(s.first_start)),
     );
     row(
         &mut out,
-        &f.mode,
         "**crash: every moved object reconciled by its new owner**",
         &moved(c),
         &all_done(c),
     );
     row(
         &mut out,
-        &f.mode,
         "join: the ring settled, the newcomer reconciled its objects",
         "",
         &f.joins,
     );
     out.push_str(&format!(
-        "\nReconciles during these events: {}; on one object by two replicas at once: {}.\n",
-        f.handover_reconciles, f.handover_double
+        "\nReconciles during these events: {}; on one object by two replicas at once: {}. \
+         Objects written to place them (`--shards={}`): {} of {}.\n",
+        f.handover_reconciles, f.handover_double, f.mode, f.placement_writes, f.objects
     ));
     out
 }
