@@ -1,5 +1,6 @@
 //! The `report` benchmark: sharding's figures as a user reads them.
-//! Replica processes (`shard-bench member`) of a `--shards=hash` manager
+//! Replica processes (`shard-bench member`) of a `--shards=hash` (or
+//! `--shards` of the report: `selector`) manager
 //! on `--objects` ConfigMaps leave cleanly (SIGTERM) and crash (SIGKILL)
 //! `--events` times each, a replacement joining after each; then
 //! `--shards=label` replicas place the objects, timed against the API
@@ -56,6 +57,28 @@ pub struct Args {
     /// Also write every figure as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// How the handover replicas place the objects: `hash` (every cache
+    /// holds everything) or `selector` (the API server's shard selectors;
+    /// needs its `ShardedListAndWatch` gate, which the embedded control
+    /// plane has).
+    #[arg(long, default_value = "hash", value_parser = ["hash", "selector"])]
+    pub shards: String,
+}
+
+/// The resourceVersion of every ConfigMap, by name.
+async fn versions(api: &Api<ConfigMap>) -> Result<std::collections::HashMap<String, String>> {
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|cm| {
+            (
+                cm.metadata.name.unwrap_or_default(),
+                cm.metadata.resource_version.unwrap_or_default(),
+            )
+        })
+        .collect())
 }
 
 /// How long before `at` (wall-clock ns) the Lease was last renewed.
@@ -228,7 +251,13 @@ pub async fn run(args: Args) -> Result<()> {
         cache_layout: args.cache_layout,
         log: log.clone(),
     };
-    let hash = fleet("shard-bench", "hash");
+    let mode: &'static str = if args.shards == "selector" {
+        "selector"
+    } else {
+        "hash"
+    };
+    let hash = fleet("shard-bench", mode);
+    let unwritten = versions(&api).await?;
     let leases: Api<Lease> = Api::namespaced(ns.client(), ns.name());
     let settle = Duration::from_secs(600);
 
@@ -277,12 +306,21 @@ pub async fn run(args: Args) -> Result<()> {
         proc.exited(Duration::from_secs(60)).await?;
     }
     let (handover_double, handover_reconciles) = overlaps(&log);
+    // Objects written while the handover replicas ran (placement writes:
+    // labels; the bench's reconciler writes nothing).
+    let after = versions(&api).await?;
+    let placement_writes = unwritten
+        .iter()
+        .filter(|(name, version)| after.get(*name) != Some(*version))
+        .count();
 
     let label = fleet("shard-bench-label", "label");
     let placement = placement::run(env.config().clone(), &label, args.replicas, next).await?;
     let (double, reconciles) = overlaps(&log);
 
     let figures = Figures {
+        mode: mode.to_owned(),
+        placement_writes,
         replicas: args.replicas,
         objects: args.objects,
         lease_duration: Duration::from_secs(args.lease_duration),

@@ -36,6 +36,10 @@ pub struct Sample {
 
 /// Everything one run measured.
 pub struct Figures {
+    /// `--shards` of the handover replicas: `hash` or `selector`.
+    pub mode: String,
+    /// Objects written while the handover replicas ran.
+    pub placement_writes: usize,
     pub replicas: usize,
     pub objects: usize,
     pub lease_duration: Duration,
@@ -188,11 +192,12 @@ fn row(out: &mut String, label: &str, moved: &str, values: &[Duration]) {
 /// The handover table.
 pub fn handover(f: &Figures) -> String {
     let mut out = format!(
-        "{} replica processes (`--shards=hash`) on {} ConfigMaps, each reconcile held {} ms; {}. \
+        "{} replica processes (`--shards={}`) on {} ConfigMaps, each reconcile held {} ms; {}. \
          A clean leave is SIGTERM (drain, delete the Lease, exit); a crash is SIGKILL (the Lease is left to expire). \
          A replacement joins after each, and the ring settles before the next. \
          Seconds from the signal; p99 is the nearest rank, so below 100 events it is the maximum.\n\n",
         f.replicas,
+        f.mode,
         f.objects,
         f.hold.as_millis(),
         f.settings()
@@ -266,8 +271,9 @@ pub fn handover(f: &Figures) -> String {
         &f.joins,
     );
     out.push_str(&format!(
-        "\nReconciles during these events: {}; on one object by two replicas at once: {}.\n",
-        f.handover_reconciles, f.handover_double
+        "\nReconciles during these events: {}; on one object by two replicas at once: {}. \
+         Objects written to place them (`--shards={}`): {} of {}.\n",
+        f.handover_reconciles, f.handover_double, f.mode, f.placement_writes, f.objects
     ));
     out
 }
@@ -358,6 +364,8 @@ pub fn json(f: &Figures) -> Value {
     let (low, high) = f.placement_ratios();
     let p = &f.placement;
     json!({
+        "mode": f.mode,
+        "placement_writes": f.placement_writes,
         "replicas": f.replicas,
         "objects": f.objects,
         "lease_duration_ms": ms(f.lease_duration),

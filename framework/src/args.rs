@@ -63,10 +63,18 @@ pub struct ManagerArgs {
     #[arg(long = "leader-election-namespace")]
     pub leader_election_namespace: Option<String>,
     /// Divide the objects among the replicas: `hash` (each replica watches
-    /// everything, reconciles its share) or `label` (each watches only its
-    /// shard's label); `off` (default) runs every object here.
+    /// everything, reconciles its share), `label` (each watches only its
+    /// shard's label, which a sharder writes), `selector` (each watches
+    /// only its shard through the API server's shard selectors; nothing is
+    /// written) or `auto` (`selector` where the server serves it, else
+    /// `label`); `off` (default) runs every object here.
     #[arg(long = "shards", value_enum, default_value = "off")]
     pub shards: crate::ShardingMode,
+    /// In `selector` mode, what the API server hashes to place an object:
+    /// `uid` (default; objects spread evenly) or `namespace` (a
+    /// namespace's objects stay on one replica).
+    #[arg(long = "shard-by", value_enum, default_value = "uid")]
+    pub shard_by: crate::ShardKey,
     /// Name of the shard ring; defaults to `--leader-election-id`. Replicas
     /// share a ring only when its name, the manager, `--shards` and the
     /// objects their controllers watch are all the same, so two deployments
@@ -184,6 +192,13 @@ impl ManagerArgs {
     pub fn with_shards(mut self, mode: crate::ShardingMode, namespace: impl Into<String>) -> Self {
         self.shards = mode;
         self.leader_election_namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets `--shard-by`.
+    #[must_use]
+    pub fn with_shard_by(mut self, key: crate::ShardKey) -> Self {
+        self.shard_by = key;
         self
     }
 

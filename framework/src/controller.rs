@@ -153,8 +153,9 @@ where
     R: Reconciler<K>,
 {
     let key = key_of(object.as_ref());
+    let gate_key = shard::key_of(shared.shard.as_ref(), object.as_ref());
     let object_ref = ObjectRef::from_obj_with(object.as_ref(), shared.context.dyntype().clone());
-    let admission = shard::admit(shared.shard.as_ref(), &key);
+    let admission = shard::admit(shared.shard.as_ref(), &gate_key);
     if let Admission::Refused = admission {
         return Ok(Action::await_change());
     }
@@ -205,7 +206,7 @@ where
     let Some(result) = shard::fenced(shared.shard.as_ref(), work).await else {
         shared.counters.in_flight.fetch_sub(1, Relaxed);
         tracing::warn!(controller = %shared.name, object = %key, "reconcile cancelled: the shard membership lease was not renewed in time");
-        return Ok(shard::cancelled(shared.shard.as_ref(), &key));
+        return Ok(shard::cancelled(shared.shard.as_ref(), &gate_key));
     };
     drop(admission);
     shared.counters.in_flight.fetch_sub(1, Relaxed);

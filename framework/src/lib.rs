@@ -14,7 +14,7 @@
 //! | [`CacheLayout`] | how the shared watch caches hold objects: as compact JSON decoded on each read (the default) or typed (`decoded`) |
 //! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
-//! | [`ShardingMode`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`) |
+//! | [`ShardingMode`], [`ShardKey`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`, `--shard-by`) |
 //! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
 //! | [`webhook`] | validating, defaulting and conversion webhooks the manager serves over HTTPS |
 //! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
@@ -88,7 +88,7 @@ pub use rbac::{Permissions, metrics_reader, strategy_verbs};
 #[doc(inline)]
 pub use reconciler::Reconciler;
 #[doc(inline)]
-pub use sharding::{ShardHandle, ShardingMode};
+pub use sharding::{ShardHandle, ShardKey, ShardingMode};
 #[doc(inline)]
 pub use writes::ResourceWriter;
 

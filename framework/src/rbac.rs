@@ -183,7 +183,8 @@ impl<'a> Permissions<'a> {
     /// need, on `coordination.k8s.io` leases, `create`, `get`, `update`
     /// and `delete` (each replica's membership Lease, deleted when it
     /// leaves, and a long-expired member's) and `list` and `watch` (reading
-    /// the ring); `label` also `patch` on every resource declared with
+    /// the ring); `label` and `auto` (which may fall back to labels) also
+    /// `patch` on every resource declared with
     /// [`watches`](Self::watches) (before or after this call): the sharder
     /// labels each object for its owner. `off` needs nothing.
     ///
@@ -194,7 +195,8 @@ impl<'a> Permissions<'a> {
         if !mode.is_on() {
             return self;
         }
-        if mode == crate::ShardingMode::Label {
+        // `auto` may fall back to labels; `selector` writes nothing.
+        if matches!(mode, crate::ShardingMode::Label | crate::ShardingMode::Auto) {
             self.labels_watched = true;
             let watched: Vec<(String, String)> = self
                 .verbs

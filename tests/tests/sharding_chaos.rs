@@ -9,6 +9,9 @@
 //! The Kueue invariants must hold once everything is quiet, and no pod may
 //! ever be in a reconcile on two replicas at once.
 //!
+//! The same run with `--shards=selector` and `--shards=label` (strategy
+//! `strict`) checks the placements by the API server and by labels.
+//!
 //! ```text
 //! cargo test -p concord-tests --test sharding_chaos                          # seed 1 per strategy
 //! CONCORD_CHAOS_SEEDS=50 cargo test -p concord-tests --test sharding_chaos   # a soak
@@ -229,7 +232,12 @@ async fn verdict(
 }
 
 /// One seeded run; a description of what broke, if anything did.
-async fn run(env: &TestEnv, strategy: StrategyName, seed: u64) -> Result<Option<String>> {
+async fn run(
+    env: &TestEnv,
+    mode: ShardingMode,
+    strategy: StrategyName,
+    seed: u64,
+) -> Result<Option<String>> {
     let ns = env.namespace().await?;
     let api: Api<Pod> = Api::namespaced(ns.client(), ns.name());
     for i in 0..PODS {
@@ -238,7 +246,7 @@ async fn run(env: &TestEnv, strategy: StrategyName, seed: u64) -> Result<Option<
     }
     let args = ManagerArgs::new()
         .with_config(config_for(strategy)?)
-        .with_shards(ShardingMode::Hash, ns.name());
+        .with_shards(mode, ns.name());
     let (log, ids): (Log, _) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
     let mut proxies = Vec::new();
     let mut schedules = Vec::new();
@@ -253,7 +261,7 @@ async fn run(env: &TestEnv, strategy: StrategyName, seed: u64) -> Result<Option<
         replicas.push(Some(replica(&proxy, args.clone(), &ns, &log, &ids)));
         proxies.push(proxy);
     }
-    let label = format!("sharded kueue {strategy} seed {seed}");
+    let label = format!("sharded kueue ({mode}) {strategy} seed {seed}");
     let ours = |p: &Pod| p.finalizers().iter().any(|f| f == kueue::FINALIZER);
     wait_until(&api, "our finalizer on every pod", MINUTE, |l| {
         l.iter().all(ours) && l.len() == PODS
@@ -326,7 +334,7 @@ async fn sharded_kueue_keeps_its_invariants_through_kills_and_a_partition() -> R
     let per_strategy = SAFE.map(|strategy| async move {
         let mut broken = Vec::new();
         for seed in seeds() {
-            if let Some(problem) = run(env, strategy, seed).await? {
+            if let Some(problem) = run(env, ShardingMode::Hash, strategy, seed).await? {
                 broken.push(problem);
             }
         }
@@ -338,6 +346,37 @@ async fn sharded_kueue_keeps_its_invariants_through_kills_and_a_partition() -> R
     }
     let runs = SAFE.len() * seeds().len();
     println!("sharded chaos: {runs} seeded runs, {} broken", broken.len());
+    ensure!(
+        broken.is_empty(),
+        "invariants broken:\n{}",
+        broken.join("\n")
+    );
+    Ok(())
+}
+
+/// The same chaos with the objects placed by the API server's shard
+/// selectors (`selector`) and by labels (`label`), each with `strict`.
+#[tokio::test]
+async fn sharded_kueue_keeps_its_invariants_in_selector_and_label_modes() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let per_mode = [ShardingMode::Selector, ShardingMode::Label].map(|mode| async move {
+        let mut broken = Vec::new();
+        for seed in seeds() {
+            if let Some(problem) = run(env, mode, StrategyName::Strict, seed).await? {
+                broken.push(problem);
+            }
+        }
+        anyhow::Ok(broken)
+    });
+    let mut broken = Vec::new();
+    for outcome in futures::future::join_all(per_mode).await {
+        broken.extend(outcome?);
+    }
+    println!(
+        "sharded chaos by placement: {} seeded runs, {} broken",
+        2 * seeds().len(),
+        broken.len()
+    );
     ensure!(
         broken.is_empty(),
         "invariants broken:\n{}",

@@ -27,6 +27,7 @@ mod projection;
 mod queue;
 mod reader;
 mod registry;
+mod selected;
 mod selection;
 mod sizes;
 mod store;
@@ -103,6 +104,10 @@ pub(crate) struct SharedCache<K: AnyObject> {
     /// The same, for the waiters of [`Store::wait_until_ready`]; also says
     /// when the watch stopped before.
     sync: tokio::sync::watch::Sender<Synced>,
+    /// Set while the list of a watch restarted for a new shard selection
+    /// comes in: an object listed unchanged is not announced again (it
+    /// stayed this replica's), only those it gained.
+    quiet: std::sync::atomic::AtomicBool,
 }
 
 impl<K: AnyObject> SharedCache<K> {
@@ -143,7 +148,18 @@ impl<K: AnyObject> SharedCache<K> {
             indexes: Arc::default(),
             listeners: Mutex::new(Vec::new()),
             sync: tokio::sync::watch::Sender::new(Synced::Listing),
+            quiet: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the store holds `object` as it is (same uid and
+    /// resourceVersion), during the list of a restarted sharded watch.
+    fn listed_unchanged(&self, object: &K) -> bool {
+        self.quiet.load(std::sync::atomic::Ordering::Acquire)
+            && self.objects.get(&self.key(object)).is_some_and(|stored| {
+                stored.resource_version() == object.resource_version()
+                    && stored.uid() == object.uid()
+            })
     }
 
     /// The cache's indexes, kept by its watch.

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use futures::stream::BoxStream;
 use kube::runtime::watcher;
 
 /// A sharded replica's part of a selection, resolved when the watch
@@ -10,12 +11,18 @@ use kube::runtime::watcher;
 /// its controllers were added. Shard parts of the same `name` are one.
 type ShardSelection = (&'static str, Arc<dyn Fn() -> watcher::Config + Send + Sync>);
 
+/// Yields whenever a shard's selection changes, so its watch restarts.
+pub(crate) type ShardChanges = Arc<dyn Fn() -> BoxStream<'static, ()> + Send + Sync>;
+
 /// Which objects a cache watches: the shard's selector, if any, and a
 /// controller's label and field selectors (normalised, so that two
 /// spellings of one selection share a watch).
 #[derive(Clone, Default)]
 pub(crate) struct Selection {
     shard: Option<ShardSelection>,
+    changes: Option<ShardChanges>,
+    /// The manager's client, through which a shard selector is sent.
+    client: Option<kube::Client>,
     labels: Option<String>,
     fields: Option<String>,
 }
@@ -29,6 +36,36 @@ impl Selection {
     ) -> Self {
         self.shard = Some((name, resolve));
         self
+    }
+
+    /// Also restarts the watch whenever `changes` yields (`selector`
+    /// sharding: the replica's ranges moved).
+    pub(crate) fn with_shard_changes(
+        mut self,
+        changes: ShardChanges,
+        client: kube::Client,
+    ) -> Self {
+        self.changes = Some(changes);
+        self.client = Some(client);
+        self
+    }
+
+    /// The client a watch of `config` goes through, when it must be the
+    /// manager's: `config` asks for a shard selector.
+    pub(super) fn shard_client(&self, config: &watcher::Config) -> Option<kube::Client> {
+        let marked = config
+            .label_selector
+            .as_deref()
+            .is_some_and(|s| s.contains(crate::sharding::SELECTOR_MARKER));
+        self.client.clone().filter(|_| marked)
+    }
+
+    /// The changes that restart the watch; never, for most selections.
+    pub(super) fn changes(&self) -> BoxStream<'static, ()> {
+        match &self.changes {
+            Some(changes) => changes(),
+            None => Box::pin(futures::stream::pending()),
+        }
     }
 
     /// Only objects with these labels (a normalised selector).

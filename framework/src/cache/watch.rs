@@ -28,26 +28,56 @@ impl<K: AnyObject> SharedCache<K> {
                     return;
                 };
                 let trim = self.trim;
+                let streaming = streaming::serves_streaming_lists(&self.api).await;
+                // A shard selection that changes (`selector` sharding)
+                // restarts the watches: their new lists replace the store
+                // as a relist would.
+                let mut changes = self.selection.changes();
                 let run = async {
-                    let mut config = self.selection.resolve();
-                    if streaming::serves_streaming_lists(&self.api).await {
-                        config = config.streaming_lists();
-                    }
-                    let streams = self.apis.iter().enumerate().map(|(i, api)| {
-                        watcher(api.clone(), config.clone())
+                    let mut restarted = false;
+                    loop {
+                        self.quiet.store(restarted, Ordering::Release);
+                        restarted = true;
+                        let mut config = self.selection.resolve();
+                        if streaming {
+                            config = config.streaming_lists();
+                        }
+                        let client = self.selection.shard_client(&config);
+                        let streams = self.apis.iter().enumerate().map(|(i, api)| {
+                            match &client {
+                                Some(client) => super::selected::watch(
+                                    client.clone(),
+                                    api,
+                                    &self.dyntype,
+                                    config.clone(),
+                                ),
+                                None => watcher(api.clone(), config.clone()).boxed(),
+                            }
                             .default_backoff()
                             .modify(move |object: &mut K| trim.apply(object))
                             .map(move |event| (i, event))
                             .boxed()
-                    });
-                    let mut events = futures::stream::select_all(streams);
-                    let mut relists = Relists::new(self.apis.len());
-                    while let Some((i, event)) = events.next().await {
-                        match event {
-                            Ok(event) => self.apply(&mut writer, &mut relists, i, event),
-                            Err(error) => tracing::debug!(%error, "shared watch"),
+                        });
+                        let mut events = futures::stream::select_all(streams);
+                        let mut relists = Relists::new(self.apis.len());
+                        loop {
+                            tokio::select! {
+                                event = events.next() => {
+                                    let Some((i, event)) = event else { return };
+                                    match event {
+                                        Ok(event) => self.apply(&mut writer, &mut relists, i, event),
+                                        Err(error) => tracing::debug!(%error, "shared watch"),
+                                    }
+                                    self.changed.notify_waiters();
+                                }
+                                change = changes.next() => {
+                                    if change.is_none() {
+                                        changes = Box::pin(futures::stream::pending());
+                                    }
+                                    break;
+                                }
+                            }
                         }
-                        self.changed.notify_waiters();
                     }
                 };
                 tokio::select! {
@@ -78,6 +108,13 @@ impl<K: AnyObject> SharedCache<K> {
         i: usize,
         event: watcher::Event<K>,
     ) {
+        let unchanged = match &event {
+            watcher::Event::InitApply(object) => self.listed_unchanged(object),
+            _ => false,
+        };
+        if matches!(event, watcher::Event::InitDone) {
+            self.quiet.store(false, Ordering::Release);
+        }
         if self.apis.len() == 1 {
             let old = match &event {
                 watcher::Event::Apply(object) | watcher::Event::InitApply(object) => {
@@ -100,7 +137,9 @@ impl<K: AnyObject> SharedCache<K> {
                 }
                 watcher::Event::InitApply(object) => {
                     self.refresh_hot(&object, false);
-                    self.announce(old.as_deref(), object, Lane::Listed);
+                    if !unchanged {
+                        self.announce(old.as_deref(), object, Lane::Listed);
+                    }
                 }
                 watcher::Event::Delete(object) => self.refresh_hot(&object, true),
                 // The store holds the list now.
@@ -139,7 +178,9 @@ impl<K: AnyObject> SharedCache<K> {
                 self.indexes.applied(&index_key(&object), &object);
                 self.tell(&object, false);
                 self.refresh_hot(&object, false);
-                self.announce(old.as_deref(), object, lane);
+                if !unchanged {
+                    self.announce(old.as_deref(), object, lane);
+                }
             }
             watcher::Event::Delete(object) => {
                 self.refresh_hot(&object, true);

@@ -341,6 +341,17 @@ impl ManagerBuilder {
         } else {
             client
         };
+        // `selector` sharding: the caches' watches carry their replica's
+        // shard selector through this client (sharding/selectors.rs).
+        let selectors = self
+            .args
+            .shards
+            .may_select()
+            .then(|| Arc::new(sharding::Selectors::default()));
+        let client = match &selectors {
+            Some(selectors) => sharding::with_shard_selectors(client, selectors.clone()),
+            None => client,
+        };
         let writes = Arc::new(
             WriteRegistry::new(
                 client.clone(),
@@ -381,12 +392,14 @@ impl ManagerBuilder {
                 .unwrap_or_else(|| client.clone());
             Sharding::new(
                 self.args.shards,
+                self.args.shard_by,
                 lease_client,
                 &namespace,
                 &self.name,
                 self.args.shard_ring_name(),
                 candidate_identity(),
                 self.leader,
+                selectors,
             )
         });
         if let Some(sharding) = &sharding {

@@ -289,7 +289,7 @@ impl Manager {
     {
         let resource = kube::core::ApiResource::erase::<K>(&dyntype);
         if let Some(sharding) = self.sharding.as_mut() {
-            sharding.watch(&resource, api.namespace());
+            sharding.watch(&resource, api.namespace(), api.resource_url());
         }
         let shard = self.sharding.as_ref().map(Sharding::gate);
         let mut context = self.context_with::<K>(dyntype.clone());
@@ -304,10 +304,16 @@ impl Manager {
             None => selection,
             Some(gate) => {
                 let gate = gate.clone();
-                selection.with_shard(
-                    "shard",
-                    Arc::new(move || crate::sharding::hooks::watcher_config(Some(&gate))),
-                )
+                let changed = gate.clone();
+                selection
+                    .with_shard(
+                        "shard",
+                        Arc::new(move || crate::sharding::hooks::watcher_config(Some(&gate))),
+                    )
+                    .with_shard_changes(
+                        Arc::new(move || crate::sharding::hooks::selector_changes(&changed)),
+                        self.client.clone(),
+                    )
             }
         };
         let cache = self.shared_cache(api, more, selection, &dyntype);

@@ -177,6 +177,15 @@ impl Manager {
         let mut sharding = self.sharding.take();
         if let Some(sharding) = sharding.as_mut() {
             sharding.join().await?;
+            // How objects are placed, when the server was asked, in
+            // `/readyz?verbose` as in the log.
+            if sharding.probed() {
+                self.health.readiness.add(
+                    &format!("shard-mode:{}", sharding.mode()),
+                    "",
+                    Arc::new(AtomicBool::new(true)),
+                );
+            }
             joined.store(true, Ordering::Release);
             watches = start(std::mem::take(&mut self.watches), &stop);
         }

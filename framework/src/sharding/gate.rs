@@ -10,7 +10,9 @@ use std::time::Instant;
 use futures::Stream;
 use tokio::sync::{Notify, watch};
 
+use super::ranges::ShardKey;
 use super::ring::{MemberId, View};
+use super::selectors::Selectors;
 use super::stats::ShardStats;
 
 /// What a member has published: the view it acknowledged.
@@ -111,6 +113,9 @@ pub(crate) type Cached = Box<dyn Fn(&str) -> bool + Send + Sync>;
 /// Lists the `namespace/name` keys of one controller's store.
 pub(crate) type Lister = Box<dyn Fn() -> Vec<String> + Send + Sync>;
 
+/// The gate key of a `namespace/name` in one controller's store, if cached.
+pub(crate) type Resolver = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// One replica's admission gate, shared by its controllers and its
 /// membership loop.
 pub(crate) struct ShardGate {
@@ -120,6 +125,12 @@ pub(crate) struct ShardGate {
     pub(crate) selector: OnceLock<String>,
     /// In `label` mode, the label key that carries the owner.
     pub(crate) label: OnceLock<String>,
+    /// In `selector` mode, the field the API server hashes: keys then
+    /// carry its hash and are placed by their bucket of the hash space.
+    pub(crate) placement: OnceLock<ShardKey>,
+    /// In `selector` mode, where this replica's shard selector is
+    /// published for its caches' watches.
+    pub(crate) selectors: OnceLock<Arc<Selectors>>,
     state: Mutex<State>,
     /// Signalled when a reconcile ends, so a pending drain is re-checked.
     drained: Notify,
@@ -128,6 +139,9 @@ pub(crate) struct ShardGate {
     pub(crate) stats: Arc<ShardStats>,
     /// Key listers, one per controller store, for the owned-keys and moves metrics.
     listers: Mutex<Vec<Lister>>,
+    /// `selector` mode: the gate key of a cached `namespace/name`, one per
+    /// controller store, so a question by name costs one store lookup.
+    resolvers: Mutex<Vec<Resolver>>,
     /// `label` mode: the sharders to run when this replica holds the sharder Lease.
     labellers: Mutex<Vec<super::sharder::Labeller>>,
     generation: AtomicU64,
@@ -169,6 +183,8 @@ impl ShardGate {
         ShardGate {
             selector: OnceLock::new(),
             label: OnceLock::new(),
+            placement: OnceLock::new(),
+            selectors: OnceLock::new(),
             me,
             state: Mutex::new(State {
                 target: View::default(),
@@ -183,6 +199,7 @@ impl ShardGate {
             wake,
             stats: Arc::default(),
             listers: Mutex::new(Vec::new()),
+            resolvers: Mutex::new(Vec::new()),
             labellers: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
         }
@@ -337,6 +354,8 @@ impl ShardGate {
         if changed {
             state.peers = None;
         }
+        drop(state);
+        self.publish_ranges();
     }
 
     /// The claim we acknowledged, when only one can be on the server.
@@ -358,6 +377,7 @@ impl ShardGate {
         state.refused = refused;
         drop(state);
         if changed {
+            self.publish_ranges();
             self.wake();
         }
     }
@@ -451,6 +471,9 @@ impl ShardGate {
         self.lock().target.clone()
     }
 }
+
+#[path = "gate_ranges.rs"]
+mod ranges_impl;
 
 #[cfg(test)]
 #[path = "gate_tests.rs"]

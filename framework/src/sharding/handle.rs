@@ -27,8 +27,27 @@ impl ShardHandle {
 
     /// Whether this replica owns the object `namespace/name` in the view it
     /// acknowledged (for a cluster-scoped object, `namespace` is empty).
+    ///
+    /// In `selector` mode ownership follows the server's hash of the
+    /// object's uid: an object this replica does not cache is not its own.
     pub fn owns(&self, namespace: &str, name: &str) -> bool {
-        self.gate.owns(&format!("{namespace}/{name}"))
+        let key = format!("{namespace}/{name}");
+        if self.gate.placement.get().is_none() {
+            return self.gate.owns(&key);
+        }
+        self.gate.resolve(&key).is_some_and(|k| self.gate.owns(&k))
+    }
+
+    /// Whether this replica owns the object of this uid (`selector` mode:
+    /// by the hash the API server ranges over; the other modes by name).
+    pub fn owns_object(&self, namespace: &str, name: &str, uid: &str) -> bool {
+        self.gate.owns(&self.gate.key_of(namespace, name, uid))
+    }
+
+    /// How this replica's objects are placed: `hash`, `label` or
+    /// `selector` (once chosen at start, in `auto` mode).
+    pub fn mode(&self) -> String {
+        self.gate.stats.mode().to_owned()
     }
 
     /// Whether every live member has acknowledged the view this replica
@@ -66,6 +85,14 @@ impl ShardHandle {
     /// (`shard.concord.dev/<ring>`), once this replica has joined its ring.
     pub fn label_key(&self) -> Option<String> {
         self.gate.label.get().cloned()
+    }
+
+    /// In `selector` mode, the `shardSelector` this replica's caches watch
+    /// with now (the buckets of the hash space it owns, or is handing
+    /// over); `None` in the other modes.
+    pub fn shard_selector(&self) -> Option<String> {
+        self.gate.placement.get()?;
+        self.gate.selectors.get()?.current()
     }
 
     /// Objects that moved to or from this replica so far.

@@ -78,11 +78,43 @@ pub(crate) fn cancelled(seat: Option<&Seat>, key: &str) -> Action {
     }
 }
 
-/// The watch configuration: in `label` mode only this replica's shard.
+/// The watch configuration: in `label` mode only this replica's shard's
+/// label; in `selector` mode the marker of its current shard selector
+/// (see [`selectors`](super::selectors)).
 pub(crate) fn watcher_config(gate: Option<&Arc<ShardGate>>) -> watcher::Config {
+    if let Some(marker) = gate
+        .and_then(|g| g.selectors.get())
+        .and_then(|s| s.marker())
+    {
+        return watcher::Config::default().labels(&marker);
+    }
     match gate.and_then(|g| g.selector.get()) {
         Some(selector) => watcher::Config::default().labels(selector),
         None => watcher::Config::default(),
+    }
+}
+
+/// In `selector` mode, yields whenever this replica's shard selector
+/// changes, so the sharded watches restart with it; else never.
+pub(crate) fn selector_changes(gate: &Arc<ShardGate>) -> futures::stream::BoxStream<'static, ()> {
+    match gate.selectors.get() {
+        Some(selectors) => selectors.changes().boxed(),
+        None => futures::stream::pending().boxed(),
+    }
+}
+
+/// The gate key of `object` (see [`ShardGate::key_of`]); `namespace/name`
+/// when the manager is not sharded.
+pub(crate) fn key_of<K: kube::Resource>(seat: Option<&Seat>, object: &K) -> String {
+    use kube::ResourceExt as _;
+    let namespace = object.namespace().unwrap_or_default();
+    match seat {
+        Some(s) => s.gate.key_of(
+            &namespace,
+            &object.name_any(),
+            object.meta().uid.as_deref().unwrap_or_default(),
+        ),
+        None => format!("{namespace}/{}", object.name_any()),
     }
 }
 
@@ -107,8 +139,18 @@ pub(crate) fn attach<K: AnyObject>(
             dyntype.clone(),
         ));
     }
-    let listed = store.clone();
-    gate.add_lister(Box::new(move || keys_of(&listed)));
+    let (listed, lister) = (store.clone(), gate.clone());
+    gate.add_lister(Box::new(move || keys_of(&listed, &lister)));
+    let (resolving, resolver, known) = (store.clone(), gate.clone(), dyntype.clone());
+    gate.add_resolver(Box::new(move |key| {
+        use kube::ResourceExt as _;
+        let object = resolving.get(&object_ref::<K>(key, &known))?;
+        Some(resolver.key_of(
+            &object.namespace().unwrap_or_default(),
+            &object.name_any(),
+            object.meta().uid.as_deref().unwrap_or_default(),
+        ))
+    }));
     let (cached, known) = (store.clone(), dyntype.clone());
     gate.watch_seat(
         *seat,
@@ -116,15 +158,30 @@ pub(crate) fn attach<K: AnyObject>(
     );
     let (offered, seat, dyntype) = (gate.clone(), *seat, dyntype.clone());
     let triggers = gate.wakes().flat_map(move |()| {
-        let keys = offered.offer(seat, keys_of(&store));
+        let keys = offered.offer(seat, keys_of(&store, &offered));
         let dyntype = dyntype.clone();
         futures::stream::iter(keys.into_iter().map(move |key| object_ref(&key, &dyntype)))
     });
     controller.reconcile_on(triggers)
 }
 
-/// The `namespace/name` keys of every object in `store`.
-fn keys_of<K: AnyObject>(store: &crate::Store<K>) -> Vec<String> {
+/// The gate keys of every object in `store`: `namespace/name`, with the
+/// hash after it in `selector` mode.
+fn keys_of<K: AnyObject>(store: &crate::Store<K>, gate: &ShardGate) -> Vec<String> {
+    if gate.placement.get().is_some() {
+        use kube::ResourceExt as _;
+        return store
+            .state()
+            .iter()
+            .map(|object| {
+                gate.key_of(
+                    &object.namespace().unwrap_or_default(),
+                    &object.name_any(),
+                    object.meta().uid.as_deref().unwrap_or_default(),
+                )
+            })
+            .collect();
+    }
     store
         .keys()
         .into_iter()
@@ -132,9 +189,11 @@ fn keys_of<K: AnyObject>(store: &crate::Store<K>) -> Vec<String> {
         .collect()
 }
 
-/// The reference of the object whose key is `namespace/name`.
+/// The reference of the object whose key is `namespace/name` (with
+/// `/<hash>` after it in `selector` mode).
 fn object_ref<K: AnyObject>(key: &str, dyntype: &K::DynamicType) -> ObjectRef<K> {
     let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+    let name = name.split('/').next().unwrap_or(name);
     let object = ObjectRef::new_with(name, dyntype.clone());
     if namespace.is_empty() {
         object

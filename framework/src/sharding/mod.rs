@@ -16,7 +16,10 @@ pub(crate) mod hooks;
 mod member;
 mod mode;
 mod names;
+mod probe;
+mod ranges;
 mod ring;
+mod selectors;
 mod sharder;
 mod sightings;
 mod stats;
@@ -32,6 +35,9 @@ use tokio::sync::watch;
 pub(crate) use deadline::{with_write_deadline, write_deadline};
 pub use handle::ShardHandle;
 pub use mode::ShardingMode;
+#[doc(inline)]
+pub use ranges::ShardKey;
+pub(crate) use selectors::{MARKER as SELECTOR_MARKER, Selectors, with_shard_selectors};
 pub(crate) use stats::ShardStats;
 
 use crate::leader::LeaderElector;
@@ -84,7 +90,17 @@ pub(crate) fn explain(
         config.renew_deadline,
         config.retry_period,
     );
-    if mode == ShardingMode::Label {
+    if mode.may_select() {
+        text.push_str(
+            "  shard selector: the API server's shardSelector (KEP-5866) over the buckets of the hash space each replica owns; no object is written\n",
+        );
+    }
+    if mode == ShardingMode::Auto {
+        text.push_str(
+            "  mode chosen at start: selector where a list with shardSelector comes back filtered, else label\n",
+        );
+    }
+    if matches!(mode, ShardingMode::Label | ShardingMode::Auto) {
         text.push_str(&format!(
             "  shard label: {}=<member>, written by the sharder (the replica holding {namespace}/{}-<configuration fingerprint>-sharder)\n",
             ring.label_key(),
@@ -109,19 +125,33 @@ pub(crate) struct Sharding {
     membership: Option<Membership>,
     /// `label` mode: the election of the replica that labels objects.
     sharder: Option<LeaderElector>,
+    /// `selector` mode: what the server hashes (`--shard-by`).
+    key: ShardKey,
+    /// `selector` or `auto` mode: where the caches' selectors are published
+    /// for the manager's client (see [`selectors`]).
+    selectors: Option<Arc<Selectors>>,
+    /// The collection paths the controllers watch, asked at start whether
+    /// the server serves shard selectors on them.
+    paths: Vec<String>,
+    /// `--shards=auto` or `selector`: the server was asked.
+    probed: bool,
 }
 
 impl Sharding {
     /// Sharding for a replica of `manager` in the ring named `ring`, its
-    /// membership Leases in `namespace`.
+    /// membership Leases in `namespace`; in `selector` or `auto` mode, its
+    /// caches' selectors published to `selectors`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         mode: ShardingMode,
+        key: ShardKey,
         client: Client,
         namespace: &str,
         manager: &str,
         ring: &str,
         identity: String,
         timings: LeaderElectionConfig,
+        selectors: Option<Arc<Selectors>>,
     ) -> Self {
         let me = names::id_of(&identity);
         Sharding {
@@ -133,12 +163,59 @@ impl Sharding {
             ring: RingConfig::new(ring, manager, mode),
             membership: None,
             sharder: None,
+            key,
+            selectors,
+            paths: Vec::new(),
+            probed: mode.may_select(),
         }
     }
 
-    /// Adds what one controller watches to the ring's scope.
-    pub(crate) fn watch(&mut self, resource: &ApiResource, namespace: Option<&str>) {
+    /// Adds what one controller watches (`resource` in `namespace`, listed
+    /// at `path`) to the ring's scope.
+    pub(crate) fn watch(&mut self, resource: &ApiResource, namespace: Option<&str>, path: &str) {
         self.ring.watch(resource, namespace);
+        if !self.paths.iter().any(|p| p == path) {
+            self.paths.push(path.to_owned());
+        }
+    }
+
+    /// Settles the mode (`auto`: asks the server) and says which, once, in
+    /// the log and the `concord_shard_mode` metric.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardingConfig`] naming `--shards` or `--shard-by` when the
+    /// server cannot serve what they ask.
+    async fn choose(&mut self) -> Result<(), Error> {
+        let client = self.leases.clone().into_client();
+        // With no controller yet, the Leases' own collection answers.
+        let paths = if self.paths.is_empty() {
+            vec![self.leases.resource_url().to_owned()]
+        } else {
+            self.paths.clone()
+        };
+        let chosen = probe::choose(&client, self.mode, self.key, &paths).await?;
+        self.mode = chosen.mode;
+        self.ring.mode = ring_mode(chosen.mode, self.key);
+        self.gate.stats.set_mode(chosen.mode.as_str());
+        tracing::info!(mode = %chosen.mode, reason = %chosen.reason, "shard placement: {}", chosen.mode);
+        if chosen.mode == ShardingMode::Selector
+            && let Some(selectors) = &self.selectors
+        {
+            self.gate.set_ranges(self.key, selectors.clone());
+        }
+        Ok(())
+    }
+
+    /// The mode settled at start (`auto` until then).
+    pub(crate) fn mode(&self) -> ShardingMode {
+        self.mode
+    }
+
+    /// Whether the mode was asked of the server (`--shards=auto` or
+    /// `selector`), rather than set by the flag alone.
+    pub(crate) fn probed(&self) -> bool {
+        self.probed
     }
 
     pub(crate) fn gate(&self) -> Arc<ShardGate> {
@@ -163,6 +240,7 @@ impl Sharding {
     ///
     /// [`Error::ShardMembership`] when the Lease cannot be created.
     pub(crate) async fn join(&mut self) -> Result<(), Error> {
+        self.choose().await?;
         if self.mode == ShardingMode::Label {
             self.gate.set_label(self.ring.label_key());
             self.sharder = Some(LeaderElector::new(
@@ -209,8 +287,16 @@ impl Sharding {
                 _ = work => elector.hold(&mut sharder_done).await,
             }
         };
-        let (member, sharder) = tokio::join!(membership, sharder);
-        member.and(sharder)
+        // A lost membership ends the replica at once, sharder or not: the
+        // fence has stopped its reconciles, and nothing may outlive it.
+        tokio::pin!(membership, sharder);
+        tokio::select! {
+            member = &mut membership => match member {
+                Err(error) => Err(error),
+                Ok(()) => sharder.await,
+            },
+            held = &mut sharder => membership.await.and(held),
+        }
     }
 
     /// Runs the membership loop in a task of its own, so that renewals
@@ -240,6 +326,15 @@ impl Sharding {
                 })
             })
         }
+    }
+}
+
+/// The mode a ring's configuration records: `selector` rings by namespace
+/// and by uid are different rings.
+fn ring_mode(mode: ShardingMode, key: ShardKey) -> String {
+    match (mode, key) {
+        (ShardingMode::Selector, ShardKey::Namespace) => "selector/namespace".into(),
+        _ => mode.as_str().into(),
     }
 }
 

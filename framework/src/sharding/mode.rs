@@ -17,6 +17,15 @@ pub enum ShardingMode {
     /// own) labels every object with its owner's
     /// member id, so each replica watches (and caches) only its own shard.
     Label,
+    /// Each replica's caches watch only its shard through the API
+    /// server's own shard selectors (KEP-5866, gate `ShardedListAndWatch`):
+    /// no object is written to place it. Starting fails, naming this flag,
+    /// when the server does not serve them.
+    Selector,
+    /// `selector` where the API server serves shard selectors, else
+    /// `label`: asked once at start, said in the log, the
+    /// `concord_shard_mode` metric and `/readyz?verbose`.
+    Auto,
 }
 
 impl ShardingMode {
@@ -25,12 +34,19 @@ impl ShardingMode {
         self != ShardingMode::Off
     }
 
-    /// The flag value: `off`, `hash` or `label`.
+    /// Whether the mode may watch through server-side shard selectors.
+    pub fn may_select(self) -> bool {
+        matches!(self, ShardingMode::Selector | ShardingMode::Auto)
+    }
+
+    /// The flag value: `off`, `hash`, `label`, `selector` or `auto`.
     pub fn as_str(self) -> &'static str {
         match self {
             ShardingMode::Off => "off",
             ShardingMode::Hash => "hash",
             ShardingMode::Label => "label",
+            ShardingMode::Selector => "selector",
+            ShardingMode::Auto => "auto",
         }
     }
 }

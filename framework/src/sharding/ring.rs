@@ -48,8 +48,12 @@ impl View {
     }
 
     /// The member that owns `key` in this view; `None` for an empty view.
+    /// A key carrying the API server's hash (`selector` mode) is placed by
+    /// its bucket of the hash space, so the gate and the server's ranges
+    /// agree (see [`ranges`](super::ranges)).
     pub(crate) fn owner(&self, key: &str) -> Option<&str> {
-        let key_hash = fnv1a(key.as_bytes(), FNV_OFFSET);
+        let placed = super::ranges::placed_as(key);
+        let key_hash = fnv1a(placed.as_bytes(), FNV_OFFSET);
         self.members
             .iter()
             .max_by_key(|member| (score(key_hash, member), member.as_str()))

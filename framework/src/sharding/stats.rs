@@ -1,5 +1,6 @@
 //! The sharding metrics of one replica.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use prometheus_client::collector::Collector;
@@ -21,6 +22,20 @@ pub(crate) struct ShardStats {
     pub(crate) drains: AtomicU64,
     pub(crate) relabels: AtomicU64,
     pub(crate) refused_members: AtomicU64,
+    /// How objects are placed, once chosen at start.
+    mode: OnceLock<&'static str>,
+}
+
+impl ShardStats {
+    /// Records the placement mode chosen at start.
+    pub(crate) fn set_mode(&self, mode: &'static str) {
+        let _ = self.mode.set(mode);
+    }
+
+    /// The placement mode chosen at start; empty before.
+    pub(crate) fn mode(&self) -> &'static str {
+        self.mode.get().copied().unwrap_or_default()
+    }
 }
 
 impl Collector for ShardStats {
@@ -78,6 +93,17 @@ impl Collector for ShardStats {
             } else {
                 ConstGauge::new(value).encode(metric)?;
             }
+        }
+        if let Some(mode) = self.mode.get() {
+            let mut family = encoder.encode_descriptor(
+                "concord_shard_mode",
+                "How this replica's objects are placed (hash, label or selector): 1 for the mode chosen at start.",
+                None,
+                MetricType::Gauge,
+            )?;
+            let labels = [("mode", *mode)];
+            let metric = family.encode_family(&labels)?;
+            ConstGauge::new(1u64).encode(metric)?;
         }
         let metric = encoder.encode_descriptor(
             "concord_shard_drain_seconds",

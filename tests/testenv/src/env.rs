@@ -17,6 +17,10 @@ use crate::{ControlPlane, ControlPlaneOptions, Error, TestNamespace};
 /// cluster instead of starting a control plane.
 pub const KUBECONFIG_ENV: &str = "CONCORD_TEST_KUBECONFIG";
 
+/// The kube-apiserver flag the shared control plane starts with: the
+/// `ShardedListAndWatch` feature gate on.
+pub const SHARDED_LIST_AND_WATCH: &str = "--feature-gates=ShardedListAndWatch=true";
+
 /// Field manager of everything the harness itself writes.
 pub(crate) const MANAGER: &str = "concord-testenv";
 
@@ -59,7 +63,12 @@ impl TestEnv {
                 control_plane: None,
             });
         }
-        let control_plane = ControlPlane::start(ControlPlaneOptions::default())?;
+        // Server-side shard selectors (KEP-5866, alpha in 1.36) for the
+        // `selector` sharding mode; a test wanting a server without them
+        // starts its own `ControlPlane` with the default options.
+        let control_plane = ControlPlane::start(
+            ControlPlaneOptions::default().with_apiserver_arg(SHARDED_LIST_AND_WATCH),
+        )?;
         let kubeconfig = control_plane.kubeconfig_path().to_path_buf();
         let config = load_config(&kubeconfig)?;
         Ok(TestEnv {

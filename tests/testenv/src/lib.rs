@@ -50,7 +50,7 @@ pub use certs::{CertError, ServingCert, TestCa};
 #[doc(inline)]
 pub use control_plane::{ControlPlane, ControlPlaneOptions, START_ATTEMPTS};
 #[doc(inline)]
-pub use env::{KUBECONFIG_ENV, TestEnv, restricted_config};
+pub use env::{KUBECONFIG_ENV, SHARDED_LIST_AND_WATCH, TestEnv, restricted_config};
 #[doc(inline)]
 pub use error::Error;
 #[doc(inline)]

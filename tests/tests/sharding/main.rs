@@ -11,3 +11,4 @@ mod sharding_support;
 
 mod membership;
 mod rings;
+mod selectors;

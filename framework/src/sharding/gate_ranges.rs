@@ -1,0 +1,76 @@
+//! `selector` mode's part of the gate: gate keys that carry the API
+//! server's hash, the shard selector the caches watch with, and lookups
+//! of a cached object's key by name.
+
+use std::sync::{Arc, PoisonError};
+
+use super::super::ranges::{self, ShardKey};
+use super::super::ring::View;
+use super::super::selectors::Selectors;
+use super::{Resolver, ShardGate};
+
+impl ShardGate {
+    /// `selector` mode: keys carry the server's hash of `key`'s field, and
+    /// the caches watch the ranges this replica owns through `selectors`.
+    pub(crate) fn set_ranges(&self, key: ShardKey, selectors: Arc<Selectors>) {
+        let _ = self.placement.set(key);
+        let _ = self.selectors.set(selectors);
+    }
+
+    /// The gate key of an object: `namespace/name`, and in `selector` mode
+    /// `/` and the server's hash of the placement field after it.
+    pub(crate) fn key_of(&self, namespace: &str, name: &str, uid: &str) -> String {
+        match self.placement.get() {
+            Some(key) => key.key(namespace, name, uid),
+            None => format!("{namespace}/{name}"),
+        }
+    }
+
+    /// `selector` mode: publishes the ranges of every bucket this replica
+    /// owns in the observed view or in a view it may have acknowledged, so
+    /// a new owner's cache fills before it may start and an old owner's
+    /// keeps the objects it drains until it acknowledged their loss.
+    pub(super) fn publish_ranges(&self) {
+        let (Some(key), Some(selectors)) = (self.placement.get(), self.selectors.get()) else {
+            return;
+        };
+        let state = self.lock();
+        let mut views: Vec<&View> = vec![&state.target];
+        views.extend(state.claims.iter());
+        let owned = ranges::ranges_of(&self.me, &views);
+        drop(state);
+        // Owning no bucket yet (not joined): the first bucket, which
+        // caches a few objects more and changes nothing about who
+        // reconciles them.
+        let owned = if owned.is_empty() {
+            vec![(0, 1u128 << (64 - ranges::BUCKETS.trailing_zeros()))]
+        } else {
+            owned
+        };
+        if let Some(selector) = ranges::selector(*key, &owned)
+            && selectors.publish(&selector)
+        {
+            tracing::debug!(
+                ranges = owned.len(),
+                "shard selector changed; restarting the sharded watches"
+            );
+        }
+    }
+
+    /// Registers how one controller's store resolves `namespace/name`.
+    pub(crate) fn add_resolver(&self, resolver: Resolver) {
+        self.resolvers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(resolver);
+    }
+
+    /// The gate key of a cached `namespace/name` (`selector` mode).
+    pub(crate) fn resolve(&self, key: &str) -> Option<String> {
+        let resolvers = self
+            .resolvers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        resolvers.iter().find_map(|resolve| resolve(key))
+    }
+}

@@ -1,0 +1,222 @@
+//! `selector` mode's placement: the 64-bit hash space the API server
+//! ranges over (FNV-1a of an object's uid, or of its namespace), cut into
+//! [`BUCKETS`] equal buckets, each bucket placed on a member by the ring's
+//! rendezvous hashing. A replica's shard is the buckets it owns, sent to
+//! the server as one `shardSelector` of `shardRange`s joined by `||`
+//! (KEP-5866), so its caches hold only its objects and nothing is written
+//! to an object to place it.
+//!
+//! The gate decides with the same function: a key of this mode carries the
+//! hash the server computes (`namespace/name/<16 hex digits>`), and
+//! [`View::owner`](super::ring::View::owner) places it by its bucket. A
+//! join moves about one bucket in N+1, as rendezvous hashing does for keys.
+//!
+//! Probed on the embedded v1.37.2 (`tests/tests/shard_selectors.rs`): the
+//! parameter is the query parameter `shardSelector`; bounds are written
+//! with 16 hex digits, the end of the full range as `0x10000000000000000`;
+//! ranges join with `||`; only `object.metadata.uid` and
+//! `object.metadata.namespace` are offered; a list the server filtered
+//! carries `metadata.shardInfo.selector`, and a server without the
+//! `ShardedListAndWatch` gate ignores the parameter and answers everything.
+
+use std::fmt;
+
+use super::ring::View;
+
+/// How many buckets the hash space is cut into: enough that three to ten
+/// members get shares within ~15% of even, few enough that a selector
+/// stays a few kilobytes.
+pub(crate) const BUCKETS: u64 = 128;
+
+/// Bits of the hash below a bucket's index.
+const SHIFT: u32 = 64 - BUCKETS.trailing_zeros();
+
+/// Which field of an object the server hashes (`--shard-by`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum ShardKey {
+    /// `object.metadata.uid`: objects spread evenly. The default.
+    #[default]
+    Uid,
+    /// `object.metadata.namespace`: a namespace's objects stay together,
+    /// for reconcilers that read their neighbours.
+    Namespace,
+}
+
+impl ShardKey {
+    /// The flag value: `uid` or `namespace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardKey::Uid => "uid",
+            ShardKey::Namespace => "namespace",
+        }
+    }
+
+    /// The field path a `shardRange` names.
+    fn field(self) -> &'static str {
+        match self {
+            ShardKey::Uid => "object.metadata.uid",
+            ShardKey::Namespace => "object.metadata.namespace",
+        }
+    }
+
+    /// The gate key of an object: `namespace/name/<hash>`, the hash being
+    /// the server's of the field this key names.
+    pub(crate) fn key(self, namespace: &str, name: &str, uid: &str) -> String {
+        let hashed = match self {
+            ShardKey::Uid => uid,
+            ShardKey::Namespace => namespace,
+        };
+        format!("{namespace}/{name}/{:016x}", server_hash(hashed.as_bytes()))
+    }
+}
+
+impl fmt::Display for ShardKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The API server's shard hash: FNV-1a, 64 bits, over the field's text.
+pub(crate) fn server_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The hash a `namespace/name/<16 hex>` key carries; `None` for the keys
+/// of the other modes (`namespace/name`).
+fn carried_hash(key: &str) -> Option<u64> {
+    let (_, rest) = key.split_once('/')?;
+    let (_, hex) = rest.split_once('/')?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// What the ring places a key by: for a key that carries the server's
+/// hash, its bucket (`#<index>`); any other key stands for itself.
+pub(crate) fn placed_as(key: &str) -> std::borrow::Cow<'_, str> {
+    match carried_hash(key) {
+        Some(hash) => format!("#{}", hash >> SHIFT).into(),
+        None => key.into(),
+    }
+}
+
+/// The buckets `member` owns in `view`, or in any of `views`, as sorted
+/// half-open hash ranges, adjacent buckets merged.
+pub(crate) fn ranges_of(member: &str, views: &[&View]) -> Vec<(u128, u128)> {
+    let width = 1u128 << SHIFT;
+    let mut ranges: Vec<(u128, u128)> = Vec::new();
+    for bucket in 0..u128::from(BUCKETS) {
+        let key = format!("#{bucket}");
+        if !views.iter().any(|view| view.owns(member, &key)) {
+            continue;
+        }
+        let (from, to) = (bucket * width, (bucket + 1) * width);
+        match ranges.last_mut() {
+            Some(last) if last.1 == from => last.1 = to,
+            _ => ranges.push((from, to)),
+        }
+    }
+    ranges
+}
+
+/// The `shardSelector` for `ranges` of `key`'s field; `None` when there
+/// is no range (a member that owns no bucket watches nothing it needs).
+pub(crate) fn selector(key: ShardKey, ranges: &[(u128, u128)]) -> Option<String> {
+    let bound = |value: u128| {
+        if value >= 1 << 64 {
+            "0x10000000000000000".to_owned()
+        } else {
+            format!("0x{value:016x}")
+        }
+    };
+    let parts: Vec<String> = ranges
+        .iter()
+        .map(|(from, to)| {
+            format!(
+                "shardRange({}, '{}', '{}')",
+                key.field(),
+                bound(*from),
+                bound(*to)
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" || "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sharding::ring::member_id;
+
+    fn view(n: usize) -> View {
+        View::new((0..n).map(|i| member_id(&format!("replica-{i}"))))
+    }
+
+    #[test]
+    fn the_server_hash_is_fnv1a_64_of_the_text() {
+        // Reference values of FNV-1a 64.
+        assert_eq!(server_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(server_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(server_hash(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn every_bucket_is_in_exactly_one_members_ranges() {
+        for n in 1..=7 {
+            let view = view(n);
+            let mut all: Vec<(u128, u128)> = view
+                .members()
+                .iter()
+                .flat_map(|m| ranges_of(m, &[&view]))
+                .collect();
+            all.sort();
+            assert_eq!(all.first().map(|r| r.0), Some(0));
+            assert_eq!(all.last().map(|r| r.1), Some(1 << 64));
+            assert!(all.windows(2).all(|w| w[0].1 == w[1].0), "{n} members");
+        }
+    }
+
+    #[test]
+    fn a_key_is_owned_by_the_member_whose_ranges_hold_its_hash() {
+        let view = view(3);
+        for i in 0..2_000 {
+            let uid = format!("00000000-0000-0000-0000-{i:012}");
+            let key = ShardKey::Uid.key("ns", &format!("o-{i}"), &uid);
+            let hash = u128::from(server_hash(uid.as_bytes()));
+            let owner = view.owner(&key).unwrap_or_default();
+            let holders: Vec<&String> = view
+                .members()
+                .iter()
+                .filter(|m| {
+                    ranges_of(m, &[&view])
+                        .iter()
+                        .any(|(from, to)| *from <= hash && hash < *to)
+                })
+                .collect();
+            assert_eq!(holders, [owner], "{key}");
+        }
+    }
+
+    #[test]
+    fn keys_without_a_hash_are_placed_as_before() {
+        assert_eq!(placed_as("ns/name"), "ns/name");
+        assert_eq!(placed_as("/cluster-wide"), "/cluster-wide");
+        assert_eq!(placed_as("ns/name/ffffffffffffffff"), "#127");
+        assert_eq!(placed_as("ns/name/0000000000000000"), "#0");
+    }
+
+    #[test]
+    fn selectors_write_sixteen_digit_bounds_joined_by_or() {
+        let full = selector(ShardKey::Uid, &[(0, 1 << 64)]);
+        assert_eq!(
+            full.as_deref(),
+            Some("shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')")
+        );
+        let two =
+            selector(ShardKey::Namespace, &[(0, 1 << 57), (1 << 58, 1 << 59)]).unwrap_or_default();
+        assert_eq!(two.matches(" || ").count(), 1);
+        assert!(two.contains("'0x0400000000000000', '0x0800000000000000'"));
+        assert_eq!(selector(ShardKey::Uid, &[]), None);
+    }
+}
