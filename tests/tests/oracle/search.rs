@@ -96,3 +96,16 @@ async fn no_safe_strategy_loses_or_invents_a_field_from_any_copy() -> anyhow::Re
     );
     Ok(())
 }
+
+/// The soak's plan (seed 7, 100,000 cases) draws every class of the
+/// universe at least 500 times, so the soak command in the module's
+/// documentation can meet its own bar. Generation only: no server.
+#[test]
+fn the_soak_draws_every_class_at_least_500_times() {
+    let mut strategies: Vec<&str> = SAFE.to_vec();
+    strategies.push("lax");
+    let all: Vec<_> = (0..100_000).map(|i| case(7, i, &strategies)).collect();
+    let classes = ClassCount::of(&all);
+    let short = classes.short_of(500);
+    assert!(short.is_empty(), "short of 500: {short:?}\n{}", classes.table());
+}

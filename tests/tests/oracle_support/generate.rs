@@ -218,6 +218,9 @@ pub(crate) fn mutation(rng: &mut Rng, kind: Kind, copy: Copy) -> Mut {
             options.push(Mut::SetRuleVerbs(
                 verbs.into_iter().map(str::to_owned).collect(),
             ));
+            // Painted is served by three of the six strategies (the
+            // others redraw), so it is offered twice to keep pace.
+            options.push(Mut::Painted);
             options.push(Mut::Painted);
             let (k, v) = field(rng);
             options.push(Mut::SetAt(k, v));
