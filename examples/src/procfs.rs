@@ -1,6 +1,10 @@
-//! A process's resident memory, read from `/proc/<pid>/status`: what the
-//! benchmarks report for their own process and for the operator processes
-//! they start.
+//! A process's resident memory, read from `/proc/<pid>/status`, and its
+//! CPU time, read from `/proc/<pid>/stat`: what the benchmarks report for
+//! their own process and for the operator processes they start.
+
+/// Clock ticks per second of `/proc/<pid>/stat`'s CPU times (`USER_HZ`,
+/// 100 on every Linux architecture the benchmarks run on).
+const TICKS_PER_SECOND: f64 = 100.0;
 
 /// A process's resident set, in KiB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +61,28 @@ pub fn reset_peak(pid: Option<u32>) -> bool {
     std::fs::write(path, "5").is_ok()
 }
 
+/// CPU time process `pid` (`None`: this process) has used so far, user
+/// plus system, its own threads and not its children, in milliseconds;
+/// `None` when its `/proc/<pid>/stat` cannot be read.
+pub fn cpu_ms(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    cpu_ms_of(&std::fs::read_to_string(path).ok()?)
+}
+
+/// Fields 14 and 15 (`utime`, `stime`) of a `/proc/<pid>/stat` line, in
+/// milliseconds. The command name (field 2) may hold spaces, so fields are
+/// counted after its closing parenthesis.
+fn cpu_ms_of(stat: &str) -> Option<f64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) * 1000.0 / TICKS_PER_SECOND)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +100,13 @@ mod tests {
         if cfg!(target_os = "linux") {
             let m = memory(None).unwrap();
             assert!(m.rss_kib > 0 && m.hwm_kib >= m.rss_kib, "{m:?}");
+            assert!(cpu_ms(None).is_some());
         }
+    }
+
+    #[test]
+    fn cpu_fields_are_counted_after_the_command_name() {
+        let stat = "42 (race bench) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0";
+        assert_eq!(cpu_ms_of(stat), Some(3000.0));
     }
 }

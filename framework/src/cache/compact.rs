@@ -178,6 +178,25 @@ impl<K: AnyObject> CompactObjects<K> {
         Some((only.metadata.resource_version?, only.metadata.uid))
     }
 
+    /// The uid of `namespace`/`name` (empty when it has none), read from
+    /// its JSON without decoding the object; `None` when it is not held.
+    pub(crate) fn uid(&self, namespace: Option<&str>, name: &str) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Only {
+            metadata: Meta,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            uid: Option<String>,
+        }
+        let objects = self.read();
+        let bytes = objects.get(&key(namespace, name))?;
+        let uid = serde_json::from_slice::<Only>(bytes)
+            .ok()
+            .and_then(|o| o.metadata.uid);
+        Some(uid.unwrap_or_default())
+    }
+
     pub(crate) fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
         self.read().contains_key(&key(namespace, name))
     }
@@ -442,5 +461,32 @@ mod tests {
             3,
             "each of the three reads decoded a copy"
         );
+    }
+
+    #[test]
+    fn identities_are_read_without_decoding_an_object() {
+        use super::super::store::Objects;
+        let objects = CompactObjects::<ConfigMap>::new();
+        let mut writer = CompactWriter::new(objects.clone());
+        writer.apply_watcher_event(&Init);
+        for (name, uid) in [("a", "uid-a"), ("b", "uid-ü")] {
+            let mut cm = config_map(name, "1");
+            cm.metadata.uid = Some(uid.into());
+            writer.apply_watcher_event(&InitApply(cm));
+        }
+        writer.apply_watcher_event(&InitDone);
+        let mut identities = Objects::Compact(objects.clone()).identities();
+        identities.sort();
+        let namespaced = |name: &str, uid: &str| {
+            (
+                (Some("default".to_owned()), name.to_owned()),
+                uid.to_owned(),
+            )
+        };
+        assert_eq!(
+            identities,
+            [namespaced("a", "uid-a"), namespaced("b", "uid-ü")]
+        );
+        assert_eq!(objects.decoding().0, 0, "no object was decoded");
     }
 }

@@ -77,6 +77,29 @@ impl<K: AnyObject> Objects<K> {
             Objects::Compact(objects) => objects.state(),
         }
     }
+
+    /// Every object's namespace, name and uid; a compact cache reads the
+    /// uid from each object's JSON and decodes no object.
+    pub(crate) fn identities(&self) -> Vec<(Key, String)> {
+        match self {
+            Objects::Decoded(store) => store
+                .state()
+                .iter()
+                .map(|o| {
+                    let uid = o.meta().uid.clone().unwrap_or_default();
+                    ((o.namespace(), o.name_any()), uid)
+                })
+                .collect(),
+            Objects::Compact(objects) => objects
+                .keys()
+                .into_iter()
+                .filter_map(|(namespace, name)| {
+                    let uid = objects.uid(namespace.as_deref(), &name)?;
+                    Some(((namespace, name), uid))
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where a shared cache is in its first list.
@@ -319,6 +342,21 @@ impl<K: AnyObject> Store<K> {
     /// The namespace and name of every cached object (decoding nothing).
     pub(crate) fn keys(&self) -> Vec<Key> {
         self.inner.keys()
+    }
+
+    /// The namespace, name and uid of every cached object (decoding
+    /// nothing).
+    pub(crate) fn identities(&self) -> Vec<(Key, String)> {
+        self.inner.identities()
+    }
+
+    /// The uid of the cached `key` (decoding nothing); `None` when the
+    /// cache does not hold it.
+    pub(crate) fn uid(&self, key: &ObjectRef<K>) -> Option<String> {
+        match &self.inner {
+            Objects::Decoded(store) => Some(store.get(key)?.meta().uid.clone().unwrap_or_default()),
+            Objects::Compact(objects) => objects.uid(key.namespace.as_deref(), &key.name),
+        }
     }
 
     /// kube-runtime's store underneath, for APIs that take one; `None`

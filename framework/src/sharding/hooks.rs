@@ -143,12 +143,12 @@ pub(crate) fn attach<K: AnyObject>(
     gate.add_lister(Box::new(move || keys_of(&listed, &lister)));
     let (resolving, resolver, known) = (store.clone(), gate.clone(), dyntype.clone());
     gate.add_resolver(Box::new(move |key| {
-        use kube::ResourceExt as _;
-        let object = resolving.get(&object_ref::<K>(key, &known))?;
+        let object = object_ref::<K>(key, &known);
+        let uid = resolving.uid(&object)?;
         Some(resolver.key_of(
-            &object.namespace().unwrap_or_default(),
-            &object.name_any(),
-            object.meta().uid.as_deref().unwrap_or_default(),
+            object.namespace.as_deref().unwrap_or_default(),
+            &object.name,
+            &uid,
         ))
     }));
     let (cached, known) = (store.clone(), dyntype.clone());
@@ -169,16 +169,14 @@ pub(crate) fn attach<K: AnyObject>(
 /// hash after it in `selector` mode.
 fn keys_of<K: AnyObject>(store: &crate::Store<K>, gate: &ShardGate) -> Vec<String> {
     if gate.placement.get().is_some() {
-        use kube::ResourceExt as _;
+        // The uid is read from each object's JSON: this runs every retry
+        // period, and decoding the whole cache each time cost a decoded
+        // copy of every object (the process's peak) and most of its CPU.
         return store
-            .state()
-            .iter()
-            .map(|object| {
-                gate.key_of(
-                    &object.namespace().unwrap_or_default(),
-                    &object.name_any(),
-                    object.meta().uid.as_deref().unwrap_or_default(),
-                )
+            .identities()
+            .into_iter()
+            .map(|((namespace, name), uid)| {
+                gate.key_of(&namespace.unwrap_or_default(), &name, &uid)
             })
             .collect();
     }

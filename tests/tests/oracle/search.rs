@@ -107,5 +107,9 @@ fn the_soak_draws_every_class_at_least_500_times() {
     let all: Vec<_> = (0..100_000).map(|i| case(7, i, &strategies)).collect();
     let classes = ClassCount::of(&all);
     let short = classes.short_of(500);
-    assert!(short.is_empty(), "short of 500: {short:?}\n{}", classes.table());
+    assert!(
+        short.is_empty(),
+        "short of 500: {short:?}\n{}",
+        classes.table()
+    );
 }
