@@ -1,7 +1,8 @@
 //! `selector` mode's placement: the 64-bit hash space the API server
 //! ranges over (FNV-1a of an object's uid, or of its namespace), cut into
 //! [`BUCKETS`] equal buckets, each bucket placed on a member by the ring's
-//! rendezvous hashing. A replica's shard is the buckets it owns, sent to
+//! rendezvous hashing, bounded so that every member holds its share of
+//! buckets within one. A replica's shard is the buckets it owns, sent to
 //! the server as one `shardSelector` of `shardRange`s joined by `||`
 //! (KEP-5866), so its caches hold only its objects and nothing is written
 //! to an object to place it.
@@ -9,7 +10,7 @@
 //! The gate decides with the same function: a key of this mode carries the
 //! hash the server computes (`namespace/name/<16 hex digits>`), and
 //! [`View::owner`](super::ring::View::owner) places it by its bucket. A
-//! join moves about one bucket in N+1, as rendezvous hashing does for keys.
+//! join moves the newcomer's share of buckets and a few more.
 //!
 //! Probed on the embedded v1.37.2 (`tests/tests/shard_selectors.rs`): the
 //! parameter is the query parameter `shardSelector`; bounds are written
@@ -92,13 +93,15 @@ fn carried_hash(key: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
-/// What the ring places a key by: for a key that carries the server's
-/// hash, its bucket (`#<index>`); any other key stands for itself.
-pub(crate) fn placed_as(key: &str) -> std::borrow::Cow<'_, str> {
-    match carried_hash(key) {
-        Some(hash) => format!("#{}", hash >> SHIFT).into(),
-        None => key.into(),
-    }
+/// The bucket the ring places a key by: that of the server's hash a key
+/// carries, or the bucket a `#<index>` key names; `None` for any other
+/// key, which stands for itself.
+pub(crate) fn bucket_of(key: &str) -> Option<usize> {
+    let bucket = match carried_hash(key) {
+        Some(hash) => hash >> SHIFT,
+        None => key.strip_prefix('#')?.parse().ok()?,
+    };
+    (bucket < BUCKETS).then(|| usize::try_from(bucket).ok())?
 }
 
 /// The buckets `member` owns in `view`, or in any of `views`, as sorted
@@ -200,10 +203,12 @@ mod tests {
 
     #[test]
     fn keys_without_a_hash_are_placed_as_before() {
-        assert_eq!(placed_as("ns/name"), "ns/name");
-        assert_eq!(placed_as("/cluster-wide"), "/cluster-wide");
-        assert_eq!(placed_as("ns/name/ffffffffffffffff"), "#127");
-        assert_eq!(placed_as("ns/name/0000000000000000"), "#0");
+        assert_eq!(bucket_of("ns/name"), None);
+        assert_eq!(bucket_of("/cluster-wide"), None);
+        assert_eq!(bucket_of("ns/name/ffffffffffffffff"), Some(127));
+        assert_eq!(bucket_of("ns/name/0000000000000000"), Some(0));
+        assert_eq!(bucket_of("#5"), Some(5));
+        assert_eq!(bucket_of("#128"), None);
     }
 
     #[test]
