@@ -105,7 +105,7 @@ fn rounded(value: f64) -> String {
 }
 
 /// Each figure beside its baseline and limit, with its verdict; and the
-/// figures that exceeded theirs (or have none).
+/// figures that exceeded theirs or have none, with their verdicts.
 pub(crate) fn judge(figures: &[Figure], baseline: &BTreeMap<String, f64>) -> (String, Vec<String>) {
     let mut table = format!(
         "{:<32} {:>10} {:>10} {:>10}  verdict\n",
@@ -137,7 +137,7 @@ pub(crate) fn judge(figures: &[Figure], baseline: &BTreeMap<String, f64>) -> (St
             limit
         ));
         if matches!(verdict, Verdict::Exceeded | Verdict::Unknown) {
-            failed.push(figure.key.clone());
+            failed.push(format!("{} ({word})", figure.key));
         }
     }
     (table, failed)
