@@ -296,7 +296,6 @@ async fn write_costs(
     ])
 }
 
-// ANCHOR: gate
 /// Judges `figures` against the committed baseline, or rewrites it with
 /// `CONCORD_BLESS=1`.
 fn gate(figures: &[Figure]) -> anyhow::Result<()> {
@@ -328,4 +327,3 @@ fn gate(figures: &[Figure]) -> anyhow::Result<()> {
     println!("{table}");
     Ok(())
 }
-// ANCHOR_END: gate

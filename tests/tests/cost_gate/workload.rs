@@ -16,7 +16,8 @@ use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 pub(crate) const OBJECTS: usize = 500;
 /// Writes measured per strategy, each setting a label on its own object.
 pub(crate) const WRITES: usize = 100;
-/// Each count is measured this many times; the least is kept.
+/// Each count is measured this many times: the least is kept (of
+/// requests, the most).
 pub(crate) const REPEATS: usize = 3;
 /// Fixes every object's contents.
 const SEED: u64 = 50;
