@@ -145,15 +145,24 @@ pub async fn run(args: Args) -> Result<()> {
     println!("member {}", shard.member());
     let (namespace, objects) = (args.namespace.clone(), args.objects);
     let report = tokio::spawn(async move {
-        // Each printed again when anything but the time changes.
-        let mut last = (u64::MAX, false, usize::MAX);
+        // Each printed again when anything but the time changes. In
+        // `selector` mode whether this replica owns an object is known once
+        // its cache holds it (the key carries the hash of the uid), so the
+        // view line is also recomputed when the cache's count changes.
+        let mut last = (u64::MAX, false, usize::MAX, usize::MAX);
         let mut cached = usize::MAX;
         loop {
-            if shard.keys_cached() != cached {
-                cached = shard.keys_cached();
+            let now_cached = shard.keys_cached();
+            if now_cached != cached {
+                cached = now_cached;
                 println!("c {cached}");
             }
-            let key = (shard.ring_version(), shard.settled(), shard.members().len());
+            let key = (
+                shard.ring_version(),
+                shard.settled(),
+                shard.members().len(),
+                cached,
+            );
             if key != last {
                 let (version, line) = view_line(&shard, &namespace, objects);
                 // The view may have moved while the line was computed: the
