@@ -45,6 +45,7 @@ use clap::Parser;
 
 use crate::run::Contender;
 
+// ANCHOR: args
 /// Count the children a ReplicaSet-like controller creates and deletes
 /// beyond its spec while its watch is held back: concord with and
 /// without read-your-own-writes, and a controller-runtime peer.
@@ -85,6 +86,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "target/stale-bench")]
     out: PathBuf,
 }
+// ANCHOR_END: args
 
 /// A parser of whole numbers from `min` to `max`.
 fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {

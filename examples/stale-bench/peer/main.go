@@ -8,7 +8,8 @@
 // cache: what controller-runtime v0.25 gives an author by default.
 //
 // It connects with -kubeconfig (the benchmark points it at its fault
-// proxy) and speaks JSON, prints "ready" on stdout once its cache has synced, runs until a
+// proxy) and speaks JSON (the benchmark also starts it with
+// KUBE_FEATURE_WatchListClient=false: see peer.rs), prints "ready" on stdout once its cache has synced, runs until a
 // line "stop" (or the end of stdin), then prints its counters as JSON:
 //
 //	{"reconciles":N,"creates":C,"deletes":D,"errors":E}
@@ -21,11 +22,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +55,7 @@ type replicas struct {
 	counters *counters
 }
 
+// ANCHOR: reconcile
 func (r *replicas) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.counters.Reconciles.Add(1)
 	var parent corev1.ConfigMap
@@ -96,6 +99,8 @@ func (r *replicas) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
+// ANCHOR_END: reconcile
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "stale-bench-peer: %v\n", err)
@@ -110,7 +115,11 @@ func run() error {
 	if *namespace == "" {
 		return fmt.Errorf("-namespace is required")
 	}
-	log.SetLogger(logr.Discard())
+	// Errors and controller-runtime's start-up lines on stderr, which the
+	// benchmark shows when the peer fails.
+	log.SetLogger(funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, prefix, args)
+	}, funcr.Options{}))
 
 	// -kubeconfig is controller-runtime's own flag, read by GetConfig.
 	cfg, err := ctrl.GetConfig()
@@ -167,8 +176,9 @@ func run() error {
 		}
 	case err := <-started:
 		return fmt.Errorf("the manager stopped before its cache synced: %v", err)
-	case <-time.After(2 * time.Minute):
-		return fmt.Errorf("the cache did not sync within 2m")
+	case <-time.After(90 * time.Second):
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		return fmt.Errorf("the cache did not sync within 90s")
 	}
 	fmt.Println("ready")
 
