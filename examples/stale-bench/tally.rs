@@ -56,17 +56,22 @@ struct State {
     failed: Option<String>,
 }
 
+/// The parent a child names in its label (empty when it names none).
+fn parent_of(child: &ConfigMap) -> String {
+    child
+        .labels()
+        .get(PARENT_LABEL)
+        .cloned()
+        .unwrap_or_default()
+}
+
 impl State {
     fn added(&mut self, child: &ConfigMap) {
         let Some(uid) = child.uid() else { return };
         if !self.children.insert(uid) {
             return;
         }
-        let parent = child
-            .labels()
-            .get(PARENT_LABEL)
-            .cloned()
-            .unwrap_or_default();
+        let parent = parent_of(child);
         *self.live.entry(parent).or_default() += 1;
         self.counts.created += 1;
         self.last_change = Some(Instant::now());
@@ -77,11 +82,7 @@ impl State {
         if !self.children.remove(&uid) {
             return;
         }
-        let parent = child
-            .labels()
-            .get(PARENT_LABEL)
-            .cloned()
-            .unwrap_or_default();
+        let parent = parent_of(child);
         let want = self.want.get(&parent).copied().unwrap_or(0);
         let live = self.live.entry(parent).or_default();
         *live = live.saturating_sub(1);
