@@ -40,6 +40,7 @@ impl Contender {
 /// One contender's turn in one round.
 #[derive(Clone, Debug)]
 pub(crate) struct Turn {
+    /// The round, from 0.
     pub(crate) round: usize,
     pub(crate) hold: Duration,
     pub(crate) parents: usize,
@@ -97,10 +98,9 @@ pub(crate) async fn run(args: &Args) -> Result<Outcome> {
         order.rotate_left(round % turns.len().max(1));
         for i in order {
             let contender = turns[i].0;
-            let mut turn = take_turn(env, contender, hold, &plan, peer.as_deref(), args)
+            let turn = take_turn(env, contender, round, hold, &plan, peer.as_deref(), args)
                 .await
                 .with_context(|| format!("{} in round {}", contender.as_str(), round + 1))?;
-            turn.round = round;
             eprintln!("{}", crate::report::line(contender, &turn));
             turns[i].1.push(turn);
         }
@@ -111,6 +111,7 @@ pub(crate) async fn run(args: &Args) -> Result<Outcome> {
 async fn take_turn(
     env: &TestEnv,
     contender: Contender,
+    round: usize,
     hold: Duration,
     plan: &Plan<'_>,
     peer: Option<&Path>,
@@ -173,7 +174,7 @@ async fn take_turn(
     drop(proxy);
     cleanup(&direct, &ns).await;
     Ok(Turn {
-        round: 0,
+        round,
         hold,
         parents: plan.parents,
         phases,

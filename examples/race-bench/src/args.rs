@@ -111,6 +111,10 @@ pub enum Contender {
     ManagerApply,
     /// `guarded` through a real `Manager` and `Reconciler`.
     ManagerGuarded,
+    /// `manager-guarded` with read-your-own-writes off
+    /// (`.with_read_your_writes(false)`): `manager-guarded`'s ratio to it
+    /// is what the gate costs. Not run unless named.
+    ManagerGuardedUngated,
 }
 
 impl Contender {
@@ -135,9 +139,17 @@ impl Contender {
             Contender::ManagerUpdate => Some(StrategyName::Update),
             Contender::ManagerLocked => Some(StrategyName::Locked),
             Contender::ManagerApply => Some(StrategyName::Apply),
-            Contender::ManagerGuarded => Some(StrategyName::Guarded),
+            Contender::ManagerGuarded | Contender::ManagerGuardedUngated => {
+                Some(StrategyName::Guarded)
+            }
             _ => None,
         }
+    }
+
+    /// Whether a `Manager` contender's controller waits for its cache to
+    /// show the manager's own writes (concord's default).
+    pub const fn read_your_writes(self) -> bool {
+        !matches!(self, Contender::ManagerGuardedUngated)
     }
 
     /// The direct-call contender of the same strategy, for a manager
@@ -149,7 +161,9 @@ impl Contender {
             Contender::ManagerUpdate => Some(Contender::Update),
             Contender::ManagerLocked => Some(Contender::Locked),
             Contender::ManagerApply => Some(Contender::Apply),
-            Contender::ManagerGuarded => Some(Contender::Guarded),
+            Contender::ManagerGuarded | Contender::ManagerGuardedUngated => {
+                Some(Contender::Guarded)
+            }
             _ => None,
         }
     }
@@ -177,6 +191,7 @@ impl Contender {
             Contender::ManagerLocked => "manager-locked",
             Contender::ManagerApply => "manager-apply",
             Contender::ManagerGuarded => "manager-guarded",
+            Contender::ManagerGuardedUngated => "manager-guarded-ungated",
             other => match other.strategy() {
                 Some(name) => name.as_str(),
                 None => "?",
@@ -444,6 +459,28 @@ mod tests {
         assert!(Args::try_parse_from(["race-bench", "--race-intensity", "x"]).is_err());
         let args = Args::try_parse_from(["race-bench", "--race-intensity", "0.3"]).unwrap();
         assert!((args.race_intensity - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_ungated_manager_runs_only_when_named() {
+        let args = Args::try_parse_from(["race-bench"]).unwrap();
+        assert!(
+            !args
+                .contenders()
+                .contains(&Contender::ManagerGuardedUngated)
+        );
+        let args = Args::try_parse_from([
+            "race-bench",
+            "--strategies",
+            "manager-guarded,manager-guarded-ungated",
+        ])
+        .unwrap();
+        let [gated, ungated] = args.contenders()[..] else {
+            panic!("two contenders: {:?}", args.contenders());
+        };
+        assert_eq!(ungated.as_str(), "manager-guarded-ungated");
+        assert_eq!(gated.manager_strategy(), ungated.manager_strategy());
+        assert!(gated.read_your_writes() && !ungated.read_your_writes());
     }
 
     #[test]

@@ -189,6 +189,9 @@ pub(crate) struct Job<'a> {
     pub(crate) layout: concord::CacheLayout,
     /// The contender's name, for the decoding line.
     pub(crate) name: &'a str,
+    /// Whether the controller waits for its cache to show the manager's
+    /// own writes (`.with_read_your_writes`).
+    pub(crate) read_your_writes: bool,
 }
 
 /// Run `workload` through a manager whose strategy table sends every write
@@ -212,6 +215,7 @@ pub(crate) async fn run(
         timeout,
         layout,
         name,
+        read_your_writes,
     } = job;
     let mut pending: Vec<Mutex<Vec<Pending>>> = (0..workload.specs.len())
         .map(|_| Mutex::default())
@@ -254,9 +258,12 @@ pub(crate) async fn run(
         .with_context(|| format!("building a manager from {}", config.display()))?;
     let pods: Api<Pod> = Api::namespaced(client, namespace);
     let concurrency = u16::try_from(writers).unwrap_or(u16::MAX);
-    manager.add_controller("race-bench", pods, Writer(state.clone()), move |c| {
-        c.with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-    });
+    manager
+        .controller("race-bench", pods, Writer(state.clone()))
+        .with_concurrency(concurrency)
+        .with_read_your_writes(read_your_writes)
+        .add()
+        .context("adding the benchmark's controller")?;
     let store = manager.context::<Pod>().store();
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();

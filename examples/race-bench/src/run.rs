@@ -385,7 +385,10 @@ async fn run_one(
         }
         (Some(_), _) => anyhow::bail!("{name} needs the peer binary"),
         (None, _) => match contender.manager_strategy() {
-            Some(strategy) => through_manager(s, strategy, name, ns, workload).await?,
+            Some(strategy) => {
+                let rw = contender.read_your_writes();
+                through_manager(s, strategy, name, rw, ns, workload).await?
+            }
             None => ours(s, contender, ns, workload).await?,
         },
     };
@@ -457,6 +460,7 @@ async fn through_manager(
     s: &Setting<'_>,
     strategy: concord::StrategyName,
     name: &str,
+    read_your_writes: bool,
     ns: &str,
     workload: &Workload,
 ) -> anyhow::Result<RoundFigures> {
@@ -474,6 +478,7 @@ async fn through_manager(
         timeout: WRITE_PHASE_TIMEOUT,
         layout: s.args.cache_layout,
         name,
+        read_your_writes,
     };
     let (mut figures, counts) = manager::run(job, workload).await?;
     let costs = phase.end(s);
