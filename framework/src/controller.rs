@@ -270,6 +270,7 @@ where
     let (objects, lookups) =
         cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     let slots = objects.slots();
+    let started = objects.slots();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let controller =
             Controller::for_shared_stream_with(objects, lookups, cache.dyntype().clone())
@@ -293,13 +294,17 @@ where
             controller,
         );
         let name = shared.name.clone();
+        let reconcile = move |object: Arc<K>, shared| {
+            started.started(object.namespace().as_deref(), &object.name_any());
+            reconcile::<K, R>(object, shared)
+        };
         Box::pin(async move {
             let stop = async move {
                 let _ = shutdown.wait_for(|stop| *stop).await;
             };
             controller
                 .graceful_shutdown_on(stop)
-                .run(reconcile::<K, R>, error_policy::<K, R>, shared)
+                .run(reconcile, error_policy::<K, R>, shared)
                 .for_each(|result| {
                     free_slot(&slots, &result);
                     if let Err(error) = result {

@@ -10,27 +10,26 @@
 //!
 //! kube-runtime's controller looks each object up in a store of typed
 //! objects when it runs a reconcile. A compact cache gives each controller
-//! a small one of its own ([`Hot`]): the object goes in when the queue
+//! a small one of its own (`hot.rs`): the object goes in when the queue
 //! hands it to the controller (decoded from the cache then) and leaves
-//! when its reconcile ends. A reconcile the controller starts without the
+//! when its reconcile starts (the reconcile holds its copy from then
+//! on). A reconcile the controller starts without the
 //! queue (a requeue it scheduled, an owned object's change, a shard
 //! handover) finds nothing there; the controller reports the object
 //! missing, and the queue takes it again from the cache
 //! ([`Slots::missing`](super::Slots::missing)): it runs a moment later,
 //! never lost. So a controller holds typed copies of at most the objects
-//! it is reconciling, whatever the cache holds.
+//! handed to it or being reconciled, whatever the cache holds.
 
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
-use super::lock;
 use crate::AnyObject;
 
 /// How a manager's shared caches hold their objects, set with
@@ -325,63 +324,6 @@ impl<K: AnyObject> CompactWriter<K> {
 
     pub(crate) fn remove(&mut self, key: &Key) {
         self.objects.write().remove(key);
-    }
-}
-
-/// A controller's store of the typed objects it is reconciling, for
-/// kube-runtime's controller to look them up in.
-pub(crate) struct Hot<K: AnyObject> {
-    writer: Mutex<reflector::store::Writer<K>>,
-    reader: reflector::Store<K>,
-    dyntype: K::DynamicType,
-}
-
-impl<K: AnyObject> Hot<K> {
-    /// An empty store, ready at once: the queue hands the controller
-    /// nothing before the cache's first list is in.
-    pub(crate) fn new(dyntype: K::DynamicType) -> Arc<Self> {
-        let mut writer = reflector::store::Writer::<K>::new(dyntype.clone());
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        Arc::new(Hot {
-            reader: writer.as_reader(),
-            writer: Mutex::new(writer),
-            dyntype,
-        })
-    }
-
-    pub(crate) fn reader(&self) -> reflector::Store<K> {
-        self.reader.clone()
-    }
-
-    /// Puts `object` in and returns the store's copy (`None` only if
-    /// the store lost it, which the writer's lock rules out).
-    pub(crate) fn insert(&self, object: K) -> Option<Arc<K>> {
-        let key = ObjectRef::from_obj_with(&object, self.dyntype.clone());
-        let mut writer = lock(&self.writer);
-        writer.apply_watcher_event(&watcher::Event::Apply(object));
-        // Read under the lock: nothing removes it in between.
-        let copy = self.reader.get(&key);
-        drop(writer);
-        copy
-    }
-
-    /// Replaces the copy of `object`, if the store holds one.
-    pub(crate) fn refresh(&self, object: &K) {
-        let key = ObjectRef::from_obj_with(object, self.dyntype.clone());
-        let mut writer = lock(&self.writer);
-        if self.reader.get(&key).is_some() {
-            writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
-        }
-    }
-
-    /// Takes `namespace`/`name` out.
-    pub(crate) fn remove(&self, namespace: Option<&str>, name: &str) {
-        let key = super::object_ref::<K>(namespace, name, &self.dyntype);
-        let mut writer = lock(&self.writer);
-        if let Some(object) = self.reader.get(&key) {
-            writer.apply_watcher_event(&watcher::Event::Delete(object.as_ref().clone()));
-        }
     }
 }
 

@@ -22,6 +22,7 @@
 
 mod compact;
 mod copies;
+mod hot;
 mod index;
 mod projection;
 mod queue;
@@ -59,7 +60,8 @@ use kube::core::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef};
 use tokio::sync::Notify;
 
-use self::compact::{CompactObjects, CompactWriter, Hot};
+use self::compact::{CompactObjects, CompactWriter};
+use self::hot::Hot;
 use self::queue::{Announcer, Lane, Lazy, queue_with};
 use self::watch::Writer;
 use crate::{AnyObject, Predicate};

@@ -418,6 +418,16 @@ impl<K> Announced<K> {
 }
 
 impl<K> Slots<K> {
+    /// The controller started reconciling `namespace`/`name`: it holds its
+    /// copy now, so the controller's store of handed-out objects lets it
+    /// go (a change announced meanwhile is not copied into it for
+    /// nothing). Its slot stays taken until [`done`](Self::done).
+    pub(crate) fn started(&self, namespace: Option<&str>, name: &str) {
+        if let Some(lazy) = &self.0.lazy {
+            (lazy.evict)(namespace, name);
+        }
+    }
+
     /// The controller finished with `namespace`/`name`: its slot is free,
     /// and a copy announced meanwhile is queued. Nothing for an object it
     /// did not take from the queue (a requeue it scheduled itself).
