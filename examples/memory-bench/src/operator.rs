@@ -32,6 +32,8 @@ use crate::widget::Widget;
 const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config.yaml");
 /// How often the status line is printed.
 const TICK: Duration = Duration::from_millis(250);
+/// How long no reconcile may start before `--trim-when-idle` trims.
+const IDLE: Duration = Duration::from_secs(1);
 
 /// How both operators cache the objects they watch: each mode is what
 /// either framework does when asked for it.
@@ -101,6 +103,10 @@ pub struct OperatorArgs {
     /// Milliseconds each reconcile sleeps first (a slow reconciler).
     #[arg(long, default_value_t = 0)]
     pub sleep_ms: u64,
+    /// Give glibc's free memory back (`malloc_trim(0)`) once reconciles
+    /// stop for [`IDLE`].
+    #[arg(long)]
+    pub trim_when_idle: bool,
 }
 
 /// Counts the objects in the controller's cache, and reads its decoding
@@ -115,6 +121,10 @@ struct Counters {
     failed: AtomicU64,
     /// Microseconds of reconciling, summed.
     reconcile_us: AtomicU64,
+    /// Trims of glibc's free memory.
+    trims: AtomicU64,
+    /// Microseconds of trimming, summed.
+    trim_us: AtomicU64,
 }
 
 /// Copies the wanted round into the label.
@@ -217,9 +227,15 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
             add_controller::<PartialObjectMeta<Widget>>(m, c, a, reconciler, s)?
         }
     };
+    let trimmer = args
+        .trim_when_idle
+        .then(|| tokio::spawn(trim_when_idle(counters.clone())));
     let reporter = tokio::spawn(report(size, synced, counters, allocator));
     let result = manager.run().await;
     reporter.abort();
+    if let Some(trimmer) = trimmer {
+        trimmer.abort();
+    }
     Ok(result?)
 }
 
@@ -258,6 +274,29 @@ where
     }))
 }
 
+/// Trims glibc's free memory each time reconciles stop: once no reconcile
+/// has started for [`IDLE`] and some ran since the last trim. Runs until
+/// aborted.
+async fn trim_when_idle(counters: Arc<Counters>) {
+    let mut seen = counters.reconciles.load(Relaxed);
+    let mut trimmed_at = Some(seen);
+    loop {
+        tokio::time::sleep(IDLE).await;
+        let now = counters.reconciles.load(Relaxed);
+        if now == seen && trimmed_at != Some(now) {
+            let started = std::time::Instant::now();
+            // On the runtime's thread: a trim takes milliseconds, and an
+            // idle process has nothing else to run.
+            crate::alloc::trim();
+            let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            counters.trims.fetch_add(1, Relaxed);
+            counters.trim_us.fetch_add(micros, Relaxed);
+            trimmed_at = Some(now);
+        }
+        seen = now;
+    }
+}
+
 /// Prints the status line every [`TICK`] until aborted.
 async fn report(
     size: Size,
@@ -266,7 +305,13 @@ async fn report(
     allocator: &'static CountingAlloc,
 ) {
     let kib = |bytes: usize| u64::try_from(bytes / 1024).unwrap_or(u64::MAX);
-    loop {
+    let mut malloc = crate::alloc::MallocInfo::default();
+    for tick in 0u64.. {
+        // mallinfo2 walks every arena's free lists under their locks: once
+        // a second is enough.
+        if tick % 4 == 0 && allocator.allocator() == crate::alloc::Allocator::System {
+            malloc = crate::alloc::malloc_info().unwrap_or_default();
+        }
         let (cached, decode_us) = size();
         let heap = allocator.heap();
         let status = Status {
@@ -280,6 +325,10 @@ async fn report(
             decode_us,
             heap_kib: kib(heap.live),
             heap_peak_kib: kib(heap.peak),
+            malloc_arena_kib: malloc.arena_kib + malloc.mmap_kib,
+            malloc_free_kib: malloc.free_kib,
+            trims: counters.trims.load(Relaxed),
+            trim_us: counters.trim_us.load(Relaxed),
         };
         println!("{status}");
         tokio::time::sleep(TICK).await;
