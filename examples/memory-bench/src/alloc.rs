@@ -250,21 +250,6 @@ pub fn malloc_info() -> Option<MallocInfo> {
     None
 }
 
-/// Gives the free memory of glibc's arenas back to the system
-/// (`malloc_trim(0)`: every arena, and the free pages inside them);
-/// whether there was glibc to ask.
-pub fn trim() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: malloc_trim takes a byte count and touches only glibc's
-        // own free lists, under their locks.
-        unsafe { libc::malloc_trim(0) };
-        true
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

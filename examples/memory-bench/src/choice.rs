@@ -8,11 +8,12 @@ use crate::alloc::{ALLOCATOR_VAR, Allocator};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AllocatorChoice {
-    /// glibc's malloc (Rust's `System`), as it comes.
+    /// glibc's malloc (Rust's `System`), as it comes: the manager's
+    /// `MemoryRelease::Off`.
     #[default]
     System,
     /// glibc's malloc, with `malloc_trim(0)` each time reconciles stop for
-    /// a second.
+    /// a second: the manager's `MemoryRelease::WhenIdle` (its default).
     SystemTrim,
     /// glibc's malloc with at most two arenas (`MALLOC_ARENA_MAX=2`)
     /// instead of up to eight per core.

@@ -44,7 +44,7 @@ mod status;
 mod widget;
 
 #[doc(inline)]
-pub use alloc::{ALLOCATOR_VAR, Allocator, CountingAlloc, Heap, MallocInfo, malloc_info, trim};
+pub use alloc::{ALLOCATOR_VAR, Allocator, CountingAlloc, Heap, MallocInfo, malloc_info};
 #[doc(inline)]
 pub use args::Args;
 #[doc(inline)]

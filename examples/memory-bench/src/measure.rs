@@ -120,7 +120,12 @@ impl From<&Status> for Malloc {
 
 /// The operator one round starts: who it is, its program, arguments and
 /// the variables added to its environment.
-pub(crate) type Launch<'a> = (&'static str, &'a Path, &'a [String], &'a [(&'a str, &'a str)]);
+pub(crate) type Launch<'a> = (
+    &'static str,
+    &'a Path,
+    &'a [String],
+    &'a [(&'a str, &'a str)],
+);
 
 /// Waits until `process` has cached `objects` objects, lets it settle and
 /// reads its memory.

@@ -14,7 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use concord::{Action, CacheLayout, Context, Manager, ManagerArgs, Object, Reconciler, WriteError};
+use concord::{
+    Action, CacheLayout, Context, Manager, ManagerArgs, MemoryRelease, Metrics, Object, Reconciler,
+    WriteError,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
@@ -32,8 +35,8 @@ use crate::widget::Widget;
 const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config.yaml");
 /// How often the status line is printed.
 const TICK: Duration = Duration::from_millis(250);
-/// How long no reconcile may start before `--trim-when-idle` trims.
-const IDLE: Duration = Duration::from_secs(1);
+/// How long reconciles must stop before `--trim-when-idle` trims.
+const IDLE: Duration = MemoryRelease::DEFAULT_IDLE;
 
 /// How both operators cache the objects they watch: each mode is what
 /// either framework does when asked for it.
@@ -104,7 +107,8 @@ pub struct OperatorArgs {
     #[arg(long, default_value_t = 0)]
     pub sleep_ms: u64,
     /// Give glibc's free memory back (`malloc_trim(0)`) once reconciles
-    /// stop for [`IDLE`].
+    /// stop for [`IDLE`]: the manager's `MemoryRelease::WhenIdle`.
+    /// Without it, `MemoryRelease::Off`.
     #[arg(long)]
     pub trim_when_idle: bool,
 }
@@ -121,10 +125,6 @@ struct Counters {
     failed: AtomicU64,
     /// Microseconds of reconciling, summed.
     reconcile_us: AtomicU64,
-    /// Trims of glibc's free memory.
-    trims: AtomicU64,
-    /// Microseconds of trimming, summed.
-    trim_us: AtomicU64,
 }
 
 /// Copies the wanted round into the label.
@@ -197,6 +197,11 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
     let mut manager = Manager::builder("memory-bench")
         .with_args(manager_args)
         .with_cache_layout(args.layout)
+        .with_memory_release(if args.trim_when_idle {
+            MemoryRelease::WhenIdle { after: IDLE }
+        } else {
+            MemoryRelease::Off
+        })
         .build()
         .await
         .context("building the manager")?;
@@ -227,15 +232,10 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
             add_controller::<PartialObjectMeta<Widget>>(m, c, a, reconciler, s)?
         }
     };
-    let trimmer = args
-        .trim_when_idle
-        .then(|| tokio::spawn(trim_when_idle(counters.clone())));
-    let reporter = tokio::spawn(report(size, synced, counters, allocator));
+    let metrics = manager.metrics();
+    let reporter = tokio::spawn(report(size, synced, counters, metrics, allocator));
     let result = manager.run().await;
     reporter.abort();
-    if let Some(trimmer) = trimmer {
-        trimmer.abort();
-    }
     Ok(result?)
 }
 
@@ -274,34 +274,12 @@ where
     }))
 }
 
-/// Trims glibc's free memory each time reconciles stop: once no reconcile
-/// has started for [`IDLE`] and some ran since the last trim. Runs until
-/// aborted.
-async fn trim_when_idle(counters: Arc<Counters>) {
-    let mut seen = counters.reconciles.load(Relaxed);
-    let mut trimmed_at = Some(seen);
-    loop {
-        tokio::time::sleep(IDLE).await;
-        let now = counters.reconciles.load(Relaxed);
-        if now == seen && trimmed_at != Some(now) {
-            let started = std::time::Instant::now();
-            // On the runtime's thread: a trim takes milliseconds, and an
-            // idle process has nothing else to run.
-            crate::alloc::trim();
-            let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-            counters.trims.fetch_add(1, Relaxed);
-            counters.trim_us.fetch_add(micros, Relaxed);
-            trimmed_at = Some(now);
-        }
-        seen = now;
-    }
-}
-
 /// Prints the status line every [`TICK`] until aborted.
 async fn report(
     size: Size,
     synced: Arc<AtomicBool>,
     counters: Arc<Counters>,
+    metrics: Arc<Metrics>,
     allocator: &'static CountingAlloc,
 ) {
     let kib = |bytes: usize| u64::try_from(bytes / 1024).unwrap_or(u64::MAX);
@@ -314,6 +292,7 @@ async fn report(
         }
         let (cached, decode_us) = size();
         let heap = allocator.heap();
+        let (releases, released_in) = metrics.memory_releases();
         let status = Status {
             cached: cached as u64,
             synced: synced.load(Relaxed),
@@ -327,8 +306,8 @@ async fn report(
             heap_peak_kib: kib(heap.peak),
             malloc_arena_kib: malloc.arena_kib + malloc.mmap_kib,
             malloc_free_kib: malloc.free_kib,
-            trims: counters.trims.load(Relaxed),
-            trim_us: counters.trim_us.load(Relaxed),
+            trims: releases,
+            trim_us: u64::try_from(released_in.as_micros()).unwrap_or(u64::MAX),
         };
         println!("{status}");
         tokio::time::sleep(TICK).await;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::args::Args;
-use crate::choice::AllocatorChoice;
 use crate::burst;
+use crate::choice::AllocatorChoice;
 use crate::hold::{self, HoldPrograms};
 use crate::measure::{self, RunFigures};
 use crate::objects::{self, Kind};
