@@ -43,7 +43,8 @@ pub enum MemoryRelease {
     /// Once no reconcile has finished for `after` and none is in flight,
     /// after some ran since the last release: the end of the initial list,
     /// of a write pass, of a burst. On glibc only (elsewhere nothing
-    /// happens); the call runs on a blocking thread.
+    /// happens); the call runs on one of the runtime's threads, which it
+    /// holds for as long as it takes.
     WhenIdle {
         /// How long reconciles must have stopped.
         after: Duration,
@@ -104,7 +105,10 @@ pub(crate) async fn release_when_idle(metrics: Arc<Metrics>, after: Duration) {
         let (finished, in_flight) = metrics.reconcile_activity();
         if finished == seen && in_flight == 0 && finished != released_at {
             let started = Instant::now();
-            if let Ok(true) = tokio::task::spawn_blocking(release_free_memory).await {
+            // On this runtime thread, not a blocking one: nothing else is
+            // running (that is the condition), and a blocking-pool thread
+            // would get an arena of its own and allocate to start.
+            if release_free_memory() {
                 let took = started.elapsed();
                 metrics.memory_released(took);
                 tracing::debug!(?took, "released free memory to the system");
@@ -134,7 +138,7 @@ mod tests {
         let idle = Duration::from_secs(1);
         let task = tokio::spawn(release_when_idle(metrics.clone(), idle));
         let glibc = u64::from(cfg!(all(target_os = "linux", target_env = "gnu")));
-        let step = |seconds| tokio::time::sleep(Duration::from_millis(seconds * 1000 + 500));
+        let step = |seconds: u64| tokio::time::sleep(Duration::from_millis(seconds * 1000 + 500));
 
         // Nothing ran yet: nothing to release.
         step(3).await;

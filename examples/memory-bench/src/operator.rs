@@ -197,11 +197,13 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
     let mut manager = Manager::builder("memory-bench")
         .with_args(manager_args)
         .with_cache_layout(args.layout)
+        // ANCHOR: memory_release
         .with_memory_release(if args.trim_when_idle {
             MemoryRelease::WhenIdle { after: IDLE }
         } else {
             MemoryRelease::Off
         })
+        // ANCHOR_END: memory_release
         .build()
         .await
         .context("building the manager")?;
