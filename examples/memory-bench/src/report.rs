@@ -399,7 +399,7 @@ fn allocators(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {glibc} | {:.0} | {:.1} | {:.0} ({:.0}) |",
+            "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {glibc} | {:.0} | {:.1} | {:.0} ({:.1}) |",
             choice.as_str(),
             m(&|r| mib(r.synced.rss_kib)),
             m(&|r| mib(r.written.rss_kib)),
