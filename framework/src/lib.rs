@@ -11,6 +11,7 @@
 //! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
 //! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
 //! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
+//! | [`MemoryRelease`] | when the manager gives the allocator's free memory back to the system (glibc's `malloc_trim`, once reconciles stop) |
 //! | [`CacheLayout`] | how the shared watch caches hold objects: as compact JSON decoded on each read (the default) or typed (`decoded`) |
 //! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
@@ -38,6 +39,7 @@ mod health;
 mod http;
 mod leader;
 mod manager;
+mod memory;
 mod metrics;
 mod object;
 mod own_writes;
@@ -77,6 +79,8 @@ pub use finalizer::{FinalizerError, Lifecycle, finalizer};
 pub use leader::LeaderElectionConfig;
 #[doc(inline)]
 pub use manager::{Built, ControllerBuilder, Manager, ManagerBuilder, ShutdownHandle};
+#[doc(inline)]
+pub use memory::{MemoryRelease, release_free_memory};
 #[doc(inline)]
 pub use metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 #[doc(inline)]

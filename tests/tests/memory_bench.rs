@@ -94,6 +94,73 @@ fn the_shipped_kueue_operator_holds_every_pod_beside_the_peer() -> anyhow::Resul
     Ok(())
 }
 
+#[test]
+fn the_concord_operator_writes_every_pod_on_each_allocator() -> anyhow::Result<()> {
+    let bench = memory_bench()?;
+    let env = concord_testenv::TestEnv::shared()?;
+    let choices = [
+        "system",
+        "system-trim",
+        "system-arenas2",
+        "jemalloc",
+        "mimalloc",
+    ];
+    let report = run(
+        &bench,
+        env,
+        "metadata",
+        // Three seconds after the pass: the trimming choice trims once
+        // reconciles stop for one, checked each second.
+        &[
+            "--no-peer",
+            "--allocators",
+            &choices.join(","),
+            "--settle-secs",
+            "3",
+        ],
+    )?;
+    let runs = report["runs"].as_array().context("runs")?;
+    let allocators: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r["allocator"].as_str())
+        .collect();
+    assert_eq!(
+        allocators, choices,
+        "one concord run per choice, no peer: {report}"
+    );
+    for run in runs {
+        assert_eq!(run["operator"], "concord", "{run}");
+        assert_eq!(
+            number(run, "written_objects")?,
+            200,
+            "every pod written: {run}"
+        );
+        // The counting allocator wraps every choice: heap figures exist
+        // whichever allocator serves the blocks.
+        assert!(number(run, "written_heap_kib")? > 0, "{run}");
+        assert!(
+            run["write_cpu_ms"].as_f64().is_some_and(|ms| ms > 0.0),
+            "{run}"
+        );
+        let glibc = run["allocator"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("system"));
+        let arenas = number(&run["written_malloc"], "arena_kib")?;
+        assert_eq!(
+            arenas > 0,
+            glibc,
+            "glibc's arenas are read on glibc only: {run}"
+        );
+    }
+    // The trimming choice trimmed once the write pass stopped.
+    assert!(number(&runs[1], "trims")? >= 1, "{}", runs[1]);
+    assert!(
+        report["ratios"].as_array().is_some_and(Vec::is_empty),
+        "no ratios without the peer: {report}"
+    );
+    Ok(())
+}
+
 /// `--yes-create-pods-in` for a cluster `$CONCORD_TEST_KUBECONFIG` chose for
 /// the tests; nothing for the embedded control plane.
 fn consent(env: &concord_testenv::TestEnv) -> anyhow::Result<Vec<String>> {
@@ -120,17 +187,15 @@ fn run(
         std::process::id(),
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
+    // One second of settling unless `extra` says otherwise.
+    let settle: &[&str] = if extra.contains(&"--settle-secs") {
+        &[]
+    } else {
+        &["--settle-secs", "1"]
+    };
     let output = Command::new(bench)
-        .args([
-            "--pods",
-            "200",
-            "--rounds",
-            "1",
-            "--warmup",
-            "0",
-            "--settle-secs",
-            "1",
-        ])
+        .args(["--pods", "200", "--rounds", "1", "--warmup", "0"])
+        .args(settle)
         .args(["--cache", cache])
         .args(extra)
         .arg("--kubeconfig")

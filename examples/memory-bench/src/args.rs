@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::choice::AllocatorChoice;
 use crate::objects::Kind;
 use crate::operator::CacheMode;
 
@@ -51,6 +52,19 @@ pub struct Args {
     /// such choice and keeps its cache as `--cache` says.
     #[arg(long, value_enum, default_value_t)]
     pub layout: concord::CacheLayout,
+    /// What the concord operator allocates with, comma-separated: each
+    /// choice runs in every round, in this order, before the
+    /// controller-runtime operator; warm-up rounds and the burst run the
+    /// first. `system` (glibc), `system-trim` (glibc, `malloc_trim(0)`
+    /// when reconciles stop for a second), `system-arenas2` (glibc with
+    /// `MALLOC_ARENA_MAX=2`), `jemalloc`, `mimalloc`; the
+    /// counting allocator wraps each, so heap figures compare.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "system", num_args = 1..)]
+    pub allocators: Vec<AllocatorChoice>,
+    /// Run the concord operator only, not the controller-runtime one (no
+    /// ratios then).
+    #[arg(long)]
+    pub no_peer: bool,
     /// After the rounds, the burst: the concord operator with a slow
     /// reconciler (`--burst-sleep-ms`, concurrency 1) while `--events`
     /// annotation updates land on `--burst-pods` objects; its memory

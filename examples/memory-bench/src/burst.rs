@@ -96,8 +96,16 @@ pub(crate) async fn run(
     );
     let api = objects::api(client, namespace, args.kind);
     objects::create(&api, args.kind, n, None).await?;
-    let argv = programs.concord_args(namespace, args.kind, args.cache, 1, args.burst_sleep_ms);
-    let mut process = Process::spawn("concord", &programs.concord, &argv)?;
+    let choice = args.allocators.first().copied().unwrap_or_default();
+    let argv = programs.concord_args(
+        namespace,
+        args.kind,
+        args.cache,
+        1,
+        args.burst_sleep_ms,
+        choice,
+    );
+    let mut process = Process::spawn_with("concord", &programs.concord, &argv, &choice.env())?;
     let (synced, before, _) = measure::synced(&mut process, n, args.settle()).await?;
     let peak_reset = process.reset_peak();
 

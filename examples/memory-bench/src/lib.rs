@@ -32,6 +32,7 @@
 mod alloc;
 mod args;
 mod burst;
+mod choice;
 mod hold;
 mod measure;
 mod objects;
@@ -43,15 +44,17 @@ mod status;
 mod widget;
 
 #[doc(inline)]
-pub use alloc::{CountingAlloc, Heap};
+pub use alloc::{ALLOCATOR_VAR, Allocator, CountingAlloc, Heap, MallocInfo, malloc_info};
 #[doc(inline)]
 pub use args::Args;
 #[doc(inline)]
 pub use burst::{BurstReport, Sample};
 #[doc(inline)]
+pub use choice::AllocatorChoice;
+#[doc(inline)]
 pub use hold::{Example, HoldReport, HoldRun};
 #[doc(inline)]
-pub use measure::{Figure, RunFigures};
+pub use measure::{Figure, Malloc, RunFigures};
 #[doc(inline)]
 pub use objects::{Kind, ROUND, WANT};
 #[doc(inline)]

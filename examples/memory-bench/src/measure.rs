@@ -36,6 +36,10 @@ impl From<concord_examples::procfs::Memory> for Figure {
 pub struct RunFigures {
     /// `concord` or `controller-runtime`.
     pub operator: &'static str,
+    /// What the concord operator allocated with (`AllocatorChoice`:
+    /// `system`, `system-trim`, `jemalloc`, `mimalloc`); `go` for the
+    /// controller-runtime operator.
+    pub allocator: &'static str,
     /// The round, from 0.
     pub round: usize,
     /// Seconds from the start until its cache held every object.
@@ -78,11 +82,50 @@ pub struct RunFigures {
     /// Microseconds of decoding per reconcile in a compact cache during
     /// the write phase (concord only).
     pub decode_us_per_reconcile: f64,
+    /// Milliseconds of CPU (user and system, from `/proc/<pid>/stat`) the
+    /// process used from the synced reading to the written one.
+    pub write_cpu_ms: f64,
+    /// glibc's arenas and their free bytes at the synced reading (concord
+    /// on the system allocator only; else 0).
+    pub synced_malloc: Malloc,
+    /// The same at the written reading.
+    pub written_malloc: Malloc,
+    /// Trims of glibc's free memory during the write phase.
+    pub trims: u64,
+    /// Milliseconds those trims took.
+    pub trim_ms: f64,
     /// Objects found carrying this round's label, listed from the server.
     pub written_objects: usize,
     /// Objects listed.
     pub objects: usize,
 }
+
+/// glibc's account of its arenas at one reading, in KiB.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Malloc {
+    /// What the arenas hold from the system, mmapped blocks included.
+    pub arena_kib: u64,
+    /// What is free inside them.
+    pub free_kib: u64,
+}
+
+impl From<&Status> for Malloc {
+    fn from(s: &Status) -> Self {
+        Malloc {
+            arena_kib: s.malloc_arena_kib,
+            free_kib: s.malloc_free_kib,
+        }
+    }
+}
+
+/// The operator one round starts: who it is, its program, arguments and
+/// the variables added to its environment.
+pub(crate) type Launch<'a> = (
+    &'static str,
+    &'a Path,
+    &'a [String],
+    &'a [(&'a str, &'a str)],
+);
 
 /// Waits until `process` has cached `objects` objects, lets it settle and
 /// reads its memory.
@@ -146,15 +189,16 @@ pub(crate) async fn until_written(
 /// every object, wait until the server shows every object written, read
 /// memory; stop it.
 pub(crate) async fn round(
-    (who, program, args): (&'static str, &Path, &[String]),
+    (who, program, args, env): Launch<'_>,
     api: &Api<DynamicObject>,
     objects: usize,
     round: usize,
     token: &str,
     settle: Duration,
 ) -> anyhow::Result<RunFigures> {
-    let mut process = Process::spawn(who, program, args)?;
+    let mut process = Process::spawn_with(who, program, args, env)?;
     let (synced, before, sync_s) = self::synced(&mut process, objects, settle).await?;
+    let cpu_before = process.cpu_ms().unwrap_or_default();
     let peak_reset = process.reset_peak();
     let asked = Instant::now();
     objects::want(api, 0..objects, token).await?;
@@ -170,11 +214,13 @@ pub(crate) async fn round(
     tokio::time::sleep(settle).await;
     let written: Figure = process.memory()?.into();
     let after = process.status().unwrap_or_default();
+    let write_cpu_ms = process.cpu_ms().unwrap_or_default() - cpu_before;
     process.stop().await?;
     let reconciles = after.reconciles.saturating_sub(before.reconciles);
     let allocations = after.allocs.saturating_sub(before.allocs);
     Ok(RunFigures {
         operator: who,
+        allocator: "go",
         round,
         sync_s,
         synced,
@@ -194,6 +240,11 @@ pub(crate) async fn round(
             / reconciles.max(1) as f64,
         decode_us_per_reconcile: after.decode_us.saturating_sub(before.decode_us) as f64
             / reconciles.max(1) as f64,
+        write_cpu_ms,
+        synced_malloc: (&before).into(),
+        written_malloc: (&after).into(),
+        trims: after.trims.saturating_sub(before.trims),
+        trim_ms: after.trim_us.saturating_sub(before.trim_us) as f64 / 1000.0,
         written_objects: seen.written,
         objects: seen.objects,
     })

@@ -14,7 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use concord::{Action, CacheLayout, Context, Manager, ManagerArgs, Object, Reconciler, WriteError};
+use concord::{
+    Action, CacheLayout, Context, Manager, ManagerArgs, MemoryRelease, Metrics, Object, Reconciler,
+    WriteError,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
@@ -32,6 +35,8 @@ use crate::widget::Widget;
 const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config.yaml");
 /// How often the status line is printed.
 const TICK: Duration = Duration::from_millis(250);
+/// How long reconciles must stop before `--trim-when-idle` trims.
+const IDLE: Duration = MemoryRelease::DEFAULT_IDLE;
 
 /// How both operators cache the objects they watch: each mode is what
 /// either framework does when asked for it.
@@ -101,6 +106,11 @@ pub struct OperatorArgs {
     /// Milliseconds each reconcile sleeps first (a slow reconciler).
     #[arg(long, default_value_t = 0)]
     pub sleep_ms: u64,
+    /// Give glibc's free memory back (`malloc_trim(0)`) once reconciles
+    /// stop for [`IDLE`]: the manager's `MemoryRelease::WhenIdle`.
+    /// Without it, `MemoryRelease::Off`.
+    #[arg(long)]
+    pub trim_when_idle: bool,
 }
 
 /// Counts the objects in the controller's cache, and reads its decoding
@@ -187,6 +197,13 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
     let mut manager = Manager::builder("memory-bench")
         .with_args(manager_args)
         .with_cache_layout(args.layout)
+        // ANCHOR: memory_release
+        .with_memory_release(if args.trim_when_idle {
+            MemoryRelease::WhenIdle { after: IDLE }
+        } else {
+            MemoryRelease::Off
+        })
+        // ANCHOR_END: memory_release
         .build()
         .await
         .context("building the manager")?;
@@ -217,7 +234,8 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
             add_controller::<PartialObjectMeta<Widget>>(m, c, a, reconciler, s)?
         }
     };
-    let reporter = tokio::spawn(report(size, synced, counters, allocator));
+    let metrics = manager.metrics();
+    let reporter = tokio::spawn(report(size, synced, counters, metrics, allocator));
     let result = manager.run().await;
     reporter.abort();
     Ok(result?)
@@ -263,12 +281,20 @@ async fn report(
     size: Size,
     synced: Arc<AtomicBool>,
     counters: Arc<Counters>,
+    metrics: Arc<Metrics>,
     allocator: &'static CountingAlloc,
 ) {
     let kib = |bytes: usize| u64::try_from(bytes / 1024).unwrap_or(u64::MAX);
-    loop {
+    let mut malloc = crate::alloc::MallocInfo::default();
+    for tick in 0u64.. {
+        // mallinfo2 walks every arena's free lists under their locks: once
+        // a second is enough.
+        if tick % 4 == 0 && allocator.allocator() == crate::alloc::Allocator::System {
+            malloc = crate::alloc::malloc_info().unwrap_or_default();
+        }
         let (cached, decode_us) = size();
         let heap = allocator.heap();
+        let (releases, released_in) = metrics.memory_releases();
         let status = Status {
             cached: cached as u64,
             synced: synced.load(Relaxed),
@@ -280,6 +306,10 @@ async fn report(
             decode_us,
             heap_kib: kib(heap.live),
             heap_peak_kib: kib(heap.peak),
+            malloc_arena_kib: malloc.arena_kib + malloc.mmap_kib,
+            malloc_free_kib: malloc.free_kib,
+            trims: releases,
+            trim_us: u64::try_from(released_in.as_micros()).unwrap_or(u64::MAX),
         };
         println!("{status}");
         tokio::time::sleep(TICK).await;

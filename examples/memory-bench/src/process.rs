@@ -32,8 +32,20 @@ impl Process {
         program: &Path,
         args: &[String],
     ) -> anyhow::Result<Self> {
+        Self::spawn_with(who, program, args, &[])
+    }
+
+    /// Starts `program` with `args` and the variables `env` added to this
+    /// process's environment.
+    pub(crate) fn spawn_with(
+        who: &'static str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let mut child = Command::new(program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -114,6 +126,11 @@ impl Process {
     /// When its `/proc/<pid>/status` cannot be read.
     pub(crate) fn memory(&self) -> anyhow::Result<Memory> {
         procfs::memory(Some(self.pid))
+    }
+
+    /// The CPU time it has used, user and system, in milliseconds.
+    pub(crate) fn cpu_ms(&self) -> Option<f64> {
+        procfs::cpu_ms(Some(self.pid))
     }
 
     /// Starts a new VmHWM peak; whether that worked.

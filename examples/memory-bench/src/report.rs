@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::args::Args;
 use crate::burst::BurstReport;
+use crate::choice::AllocatorChoice;
 use crate::measure::RunFigures;
 use crate::objects::Kind;
 use crate::operator::CacheMode;
@@ -85,6 +86,9 @@ pub struct Report {
     pub cache: CacheMode,
     /// How the concord operator's cache held the objects.
     pub layout: concord::CacheLayout,
+    /// What the concord operator allocated with, each in every round; the
+    /// first is the one compared with controller-runtime.
+    pub allocators: Vec<AllocatorChoice>,
     /// The controller-runtime operator's (differs for `view` only).
     pub peer_cache: CacheMode,
     /// Seconds of settling before each reading.
@@ -113,6 +117,7 @@ impl Report {
             warmup: args.warmup,
             cache: args.cache,
             layout: args.layout,
+            allocators: args.allocators.clone(),
             peer_cache: args.cache.peer(),
             settle_secs: args.settle_secs,
             concurrency: args.concurrency,
@@ -124,12 +129,17 @@ impl Report {
         }
     }
 
-    /// The values of `figure` for `operator`, one per round in order.
+    /// The values of `figure` for `operator`, one per round in order:
+    /// concord's on its first allocator choice.
     fn values(&self, operator: &str, read: Read) -> Vec<f64> {
+        let first = self.allocators.first().copied().unwrap_or_default();
         let mut runs: Vec<&RunFigures> = self
             .runs
             .iter()
-            .filter(|r| r.operator == operator)
+            .filter(|r| {
+                r.operator == operator
+                    && (r.operator != OPERATORS[0] || r.allocator == first.as_str())
+            })
             .collect();
         runs.sort_by_key(|r| r.round);
         runs.into_iter().map(read).collect()
@@ -201,11 +211,15 @@ pub(crate) fn side(interval: &Interval, bound: f64, words: [&'static str; 2]) ->
 /// One line about one operator process, printed as the rounds go.
 pub(crate) fn run_line(r: &RunFigures) -> String {
     format!(
-        "round {} {:<18} synced in {:>5.1} s: VmHWM {:>6.1} MiB, VmRSS {:>6.1} MiB | \
+        "round {} {:<20} synced in {:>5.1} s: VmHWM {:>6.1} MiB, VmRSS {:>6.1} MiB | \
          {} of {} written in {:>5.1} s ({} writes, {} failed, {} reconciles, {:.0} allocations each): \
-         VmHWM {:>6.1} MiB{}, VmRSS {:>6.1} MiB{}",
+         VmHWM {:>6.1} MiB{}, VmRSS {:>6.1} MiB, CPU {:.1} s{}",
         r.round,
-        r.operator,
+        if r.operator == OPERATORS[0] {
+            format!("{}/{}", r.operator, r.allocator)
+        } else {
+            r.operator.to_owned()
+        },
         r.sync_s,
         mib(r.synced.hwm_kib),
         mib(r.synced.rss_kib),
@@ -219,12 +233,19 @@ pub(crate) fn run_line(r: &RunFigures) -> String {
         mib(r.written.hwm_kib),
         if r.peak_reset { " (write pass)" } else { "" },
         mib(r.written.rss_kib),
+        r.write_cpu_ms / 1000.0,
         if r.synced_heap_kib > 0 {
             format!(
-                " | heap: list peak {:.1} MiB, synced {:.1} MiB, written {:.1} MiB",
+                " | heap: list peak {:.1} MiB, synced {:.1} MiB, written {:.1} MiB | glibc arenas {:.1} MiB ({:.1} free) synced, {:.1} MiB ({:.1} free) written | {} trims, {:.1} ms",
                 mib(r.list_heap_peak_kib),
                 mib(r.synced_heap_kib),
-                mib(r.written_heap_kib)
+                mib(r.written_heap_kib),
+                mib(r.synced_malloc.arena_kib),
+                mib(r.synced_malloc.free_kib),
+                mib(r.written_malloc.arena_kib),
+                mib(r.written_malloc.free_kib),
+                r.trims,
+                r.trim_ms
             )
         } else {
             String::new()
@@ -328,12 +349,68 @@ pub fn table(report: &Report) -> String {
             );
         }
         out.push_str(&list_peak(report));
+        out.push_str(&allocators(report));
     }
     if let Some(hold) = &report.hold {
         out.push_str(&crate::hold::table(hold));
     }
     if let Some(burst) = &report.burst {
         out.push_str(&crate::burst::table(burst));
+    }
+    out
+}
+
+/// concord's VmRSS once synced and after the write pass on each allocator
+/// choice, with its heap and the write pass's time and CPU: medians over
+/// the rounds. Empty when there is one choice on the default allocator.
+fn allocators(report: &Report) -> String {
+    if report.allocators == [AllocatorChoice::System] {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nconcord on each allocator (median over rounds; VmRSS written/synced is per round, then the median):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| allocator | synced VmRSS MiB | written VmRSS MiB | written / synced | synced heap MiB | written heap MiB | glibc free at written MiB | write pass s | write-pass CPU s | trims (ms) |"
+    );
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for choice in &report.allocators {
+        let runs: Vec<&RunFigures> = report
+            .runs
+            .iter()
+            .filter(|r| r.operator == OPERATORS[0] && r.allocator == choice.as_str())
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let m = |read: &dyn Fn(&RunFigures) -> f64| {
+            median(&runs.iter().map(|r| read(r)).collect::<Vec<_>>())
+        };
+        let glibc = if choice.allocator() == crate::alloc::Allocator::System {
+            format!("{:.1}", m(&|r| mib(r.written_malloc.free_kib)))
+        } else {
+            "-".to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {glibc} | {:.0} | {:.1} | {:.0} ({:.1}) |",
+            choice.as_str(),
+            m(&|r| mib(r.synced.rss_kib)),
+            m(&|r| mib(r.written.rss_kib)),
+            m(&|r| r.written.rss_kib as f64 / r.synced.rss_kib.max(1) as f64),
+            m(&|r| mib(r.synced_heap_kib)),
+            m(&|r| mib(r.written_heap_kib)),
+            m(&|r| r.write_pass_s),
+            m(&|r| r.write_cpu_ms / 1000.0),
+            m(&|r| r.trims as f64),
+            m(&|r| r.trim_ms),
+        );
     }
     out
 }

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 
 use crate::args::Args;
 use crate::burst;
+use crate::choice::AllocatorChoice;
 use crate::hold::{self, HoldPrograms};
 use crate::measure::{self, RunFigures};
 use crate::objects::{self, Kind};
@@ -50,8 +51,9 @@ impl Programs {
         cache: CacheMode,
         concurrency: u16,
         sleep_ms: u64,
+        choice: AllocatorChoice,
     ) -> Vec<String> {
-        vec![
+        let mut argv: Vec<String> = vec![
             "operator".into(),
             "--kubeconfig".into(),
             self.kubeconfig.display().to_string(),
@@ -67,7 +69,11 @@ impl Programs {
             concurrency.to_string(),
             "--sleep-ms".into(),
             sleep_ms.to_string(),
-        ]
+        ];
+        if choice.trims() {
+            argv.push("--trim-when-idle".into());
+        }
+        argv
     }
 
     /// The controller-runtime operator's command line.
@@ -160,8 +166,10 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-/// The rounds: concord, then controller-runtime, `args.rounds` times,
-/// after `args.warmup` rounds that are not reported.
+/// The rounds: the concord operator once per `--allocators` choice, then
+/// controller-runtime (unless `--no-peer`), `args.rounds` times, after
+/// `args.warmup` rounds that are not reported and run the first choice
+/// only.
 async fn rounds(
     args: &Args,
     programs: &Programs,
@@ -169,23 +177,58 @@ async fn rounds(
     api: &kube::Api<kube::api::DynamicObject>,
     runs: &mut Vec<RunFigures>,
 ) -> anyhow::Result<()> {
-    let concord_args = programs.concord_args(namespace, args.kind, args.cache, args.concurrency, 0);
     let peer_args = programs.peer_args(namespace, args);
     for index in 0..args.warmup + args.rounds {
         let round = index.checked_sub(args.warmup);
-        for (who, program, argv) in [
-            ("concord", &programs.concord, &concord_args),
-            ("controller-runtime", &programs.peer, &peer_args),
-        ] {
+        let choices = match round {
+            Some(_) => args.allocators.as_slice(),
+            None => &args.allocators[..1.min(args.allocators.len())],
+        };
+        let mut operators: Vec<(&'static str, &Path, Vec<String>, Option<AllocatorChoice>)> =
+            choices
+                .iter()
+                .map(|&choice| {
+                    let argv = programs.concord_args(
+                        namespace,
+                        args.kind,
+                        args.cache,
+                        args.concurrency,
+                        0,
+                        choice,
+                    );
+                    ("concord", programs.concord.as_path(), argv, Some(choice))
+                })
+                .collect();
+        if !args.no_peer {
+            operators.push((
+                "controller-runtime",
+                programs.peer.as_path(),
+                peer_args.clone(),
+                None,
+            ));
+        }
+        for (who, program, argv, choice) in operators {
+            let name = choice.map_or(who, AllocatorChoice::as_str);
             let (token, what) = match round {
-                Some(r) => (format!("{who}-{r}"), format!("round {r}")),
-                None => (format!("{who}-w{index}"), format!("warm-up {index}")),
+                Some(r) => (format!("{who}-{name}-{r}"), format!("round {r}")),
+                None => (format!("{who}-{name}-w{index}"), format!("warm-up {index}")),
             };
-            let settle = args.settle();
-            let operator = (who, program.as_path(), argv.as_slice());
-            let figures = measure::round(operator, api, args.pods, index, &token, settle)
-                .await
-                .with_context(|| format!("{what}, the {who} operator"))?;
+            let env = choice.map(AllocatorChoice::env);
+            let env: &[(&str, &str)] = env.as_deref().unwrap_or_default();
+            let figures = measure::round(
+                (who, program, &argv, env),
+                api,
+                args.pods,
+                index,
+                &token,
+                args.settle(),
+            )
+            .await
+            .with_context(|| format!("{what}, the {who} operator ({name})"))?;
+            let figures = RunFigures {
+                allocator: choice.map_or("go", AllocatorChoice::as_str),
+                ..figures
+            };
             match round {
                 Some(r) => {
                     let figures = RunFigures {

@@ -1,12 +1,14 @@
 //! The status line both operators print on stdout, four times a second:
 //!
 //! ```text
-//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456 reconcile_us=4000000 decode_us=80000 heap_kib=30000 heap_peak_kib=31000
+//! status cached=10000 synced=true reconciles=20000 writes=10000 failed=0 allocs=123456 reconcile_us=4000000 decode_us=80000 heap_kib=30000 heap_peak_kib=31000 malloc_arena_kib=40000 malloc_free_kib=9000 trims=2 trim_us=3000
 //! ```
 //!
-//! The last four are concord's only (the Go peer leaves them out: 0): the
-//! time its reconciles took, the time its compact cache spent decoding,
-//! and the heap its allocator holds now and at its peak.
+//! From `reconcile_us` on they are concord's only (the Go peer leaves them
+//! out: 0): the time its reconciles took, the time its compact cache spent
+//! decoding, the heap its allocator holds now and at its peak, glibc's
+//! arenas and the bytes free in them (on glibc only), and the trims of
+//! glibc's free memory it made and their time.
 
 use std::fmt;
 
@@ -36,13 +38,22 @@ pub struct Status {
     /// The most `heap_kib` has been since the process started (concord
     /// only).
     pub heap_peak_kib: u64,
+    /// KiB glibc's arenas hold from the system, including blocks mmapped
+    /// on their own (concord on glibc only).
+    pub malloc_arena_kib: u64,
+    /// KiB free inside glibc's arenas (concord on glibc only).
+    pub malloc_free_kib: u64,
+    /// Trims of glibc's free memory so far (`malloc_trim`).
+    pub trims: u64,
+    /// Microseconds those trims took, summed.
+    pub trim_us: u64,
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "status cached={} synced={} reconciles={} writes={} failed={} allocs={} reconcile_us={} decode_us={} heap_kib={} heap_peak_kib={}",
+            "status cached={} synced={} reconciles={} writes={} failed={} allocs={} reconcile_us={} decode_us={} heap_kib={} heap_peak_kib={} malloc_arena_kib={} malloc_free_kib={} trims={} trim_us={}",
             self.cached,
             self.synced,
             self.reconciles,
@@ -52,7 +63,11 @@ impl fmt::Display for Status {
             self.reconcile_us,
             self.decode_us,
             self.heap_kib,
-            self.heap_peak_kib
+            self.heap_peak_kib,
+            self.malloc_arena_kib,
+            self.malloc_free_kib,
+            self.trims,
+            self.trim_us
         )
     }
 }
@@ -77,6 +92,10 @@ impl Status {
             decode_us: number("decode_us").unwrap_or(0),
             heap_kib: number("heap_kib").unwrap_or(0),
             heap_peak_kib: number("heap_peak_kib").unwrap_or(0),
+            malloc_arena_kib: number("malloc_arena_kib").unwrap_or(0),
+            malloc_free_kib: number("malloc_free_kib").unwrap_or(0),
+            trims: number("trims").unwrap_or(0),
+            trim_us: number("trim_us").unwrap_or(0),
         })
     }
 }
@@ -98,6 +117,10 @@ mod tests {
             decode_us: 3,
             heap_kib: 40,
             heap_peak_kib: 41,
+            malloc_arena_kib: 50,
+            malloc_free_kib: 9,
+            trims: 2,
+            trim_us: 300,
         };
         assert_eq!(Status::parse(&status.to_string()), Some(status));
     }

@@ -14,7 +14,8 @@ use crate::leader::LeaderElectionConfig;
 use crate::sharding::{self, Sharding};
 use crate::writes::WriteRegistry;
 use crate::{
-    CacheLayout, CacheTrim, ClientCounters, Error, ManagerArgs, Metrics, throttle_aware_client,
+    CacheLayout, CacheTrim, ClientCounters, Error, ManagerArgs, MemoryRelease, Metrics,
+    throttle_aware_client,
 };
 
 mod webhooks;
@@ -35,6 +36,7 @@ pub struct ManagerBuilder {
     reread_wait: Duration,
     cache_trim: CacheTrim,
     cache_layout: CacheLayout,
+    memory_release: MemoryRelease,
     /// Secure metrics set here: the cert dir (`None`: self-signed).
     secure_metrics: Option<Option<std::path::PathBuf>>,
     /// How long a secure-metrics decision is reused, and how many are kept.
@@ -206,6 +208,15 @@ impl ManagerBuilder {
     /// shared cache and memory" has the figures.
     pub fn with_cache_layout(mut self, layout: CacheLayout) -> Self {
         self.cache_layout = layout;
+        self
+    }
+
+    /// When the manager gives the memory its allocator holds free back to
+    /// the system: by default ([`MemoryRelease::default`]) once
+    /// reconciles have stopped for a second, on glibc; see "The
+    /// allocator" in the book's shared-cache chapter for the figures.
+    pub fn with_memory_release(mut self, release: MemoryRelease) -> Self {
+        self.memory_release = release;
         self
     }
 
@@ -442,6 +453,7 @@ impl ManagerBuilder {
             grace: self.grace,
             endpoints: self.endpoints,
             cache_trim: self.cache_trim,
+            memory_release: self.memory_release,
             cache_layout: self.cache_layout,
         })
     }
@@ -479,6 +491,7 @@ impl Manager {
             endpoints: crate::serve::Limits::default(),
             reread_wait: concord_strategies::DEFAULT_FRESH_WAIT,
             cache_trim: CacheTrim::default(),
+            memory_release: MemoryRelease::default(),
             cache_layout: CacheLayout::default(),
             watchdog: (Duration::from_secs(1), Duration::from_secs(30)),
             secure_metrics: None,

@@ -118,6 +118,7 @@ pub struct Manager {
     endpoints: crate::serve::Limits,
     cache_trim: crate::CacheTrim,
     cache_layout: crate::CacheLayout,
+    memory_release: crate::MemoryRelease,
     sharding: Option<Sharding>,
     webhook_server: Option<crate::webhook::WebhookServer>,
     /// With managed webhook certificates: what renews them.

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{prometheus_text, text};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
@@ -55,6 +56,9 @@ pub struct Metrics {
     reconciles: Arc<ReconcileSeries>,
     leader: Gauge<i64, AtomicI64>,
     client: Arc<ClientCounters>,
+    memory_releases: Counter,
+    /// Seconds those releases took.
+    memory_release_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
 }
 
 impl Metrics {
@@ -70,11 +74,25 @@ impl Metrics {
             "Whether this replica holds the leader-election lease (1 without leader election)",
             leader.clone(),
         );
+        let memory_releases = Counter::default();
+        registry.register(
+            "concord_memory_releases",
+            "Times the manager gave the allocator's free memory back to the system (MemoryRelease)",
+            memory_releases.clone(),
+        );
+        let memory_release_seconds = Counter::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "concord_memory_release_seconds",
+            "Time the manager's releases of free memory took",
+            memory_release_seconds.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             reconciles,
             leader,
             client,
+            memory_releases,
+            memory_release_seconds,
         }
     }
 
@@ -109,6 +127,28 @@ impl Metrics {
     /// before [`Manager::run`](crate::Manager::run) and while a standby waits.
     pub fn is_leader(&self) -> bool {
         self.leader.get() == 1
+    }
+
+    /// Reconciles finished and in flight, over every controller.
+    pub(crate) fn reconcile_activity(&self) -> (u64, i64) {
+        self.reconciles.activity()
+    }
+
+    /// Counts one release of free memory, which took `took`.
+    pub(crate) fn memory_released(&self, took: std::time::Duration) {
+        self.memory_releases.inc();
+        self.memory_release_seconds.inc_by(took.as_secs_f64());
+    }
+
+    /// Times the manager gave free memory back to the system
+    /// ([`MemoryRelease`](crate::MemoryRelease)), and the time that took:
+    /// the `concord_memory_releases_total` and
+    /// `concord_memory_release_seconds_total` counters.
+    pub fn memory_releases(&self) -> (u64, std::time::Duration) {
+        (
+            self.memory_releases.get(),
+            std::time::Duration::from_secs_f64(self.memory_release_seconds.get()),
+        )
     }
 
     /// Total successful reconciles of `controller` so far.
@@ -146,7 +186,7 @@ pub(crate) fn encode_text(registry: &Registry) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[derive(Debug)]
@@ -166,7 +206,7 @@ mod tests {
         }
     }
 
-    fn metrics() -> Metrics {
+    pub(crate) fn metrics() -> Metrics {
         Metrics::new(Arc::new(NoWrites), Arc::default())
     }
 

@@ -41,6 +41,21 @@ impl ReconcileSeries {
         map.entry(name.to_owned()).or_default().clone()
     }
 
+    /// Reconciles finished (either result) and in flight, over every
+    /// controller.
+    pub(crate) fn activity(&self) -> (u64, i64) {
+        let map = self
+            .controllers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.values().fold((0, 0), |(finished, in_flight), c| {
+            (
+                finished + c.ok.load(Relaxed) + c.errors.load(Relaxed),
+                in_flight + c.in_flight.load(Relaxed),
+            )
+        })
+    }
+
     pub(crate) fn successes(&self, name: &str) -> u64 {
         let map = self
             .controllers
