@@ -266,9 +266,15 @@ where
     // controller sees every object from the first list on. kube-runtime's
     // scheduler reads its input eagerly and takes from it in no set order,
     // so the queue keeps the order by handing out an object only when a
-    // slot is free, and learns of each freed slot from the results below.
-    let (objects, lookups) =
-        cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
+    // slot is free (and one batch ahead, which it learns has started from
+    // the reconcile calls), and learns of each freed slot from the results
+    // below.
+    let slots = usize::from(concurrency);
+    let (objects, lookups) = cache.subscribe(
+        predicate,
+        Fairness::with_slots(slots).with_ahead(slots),
+    );
+    let starts = objects.slots();
     let slots = objects.slots();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let controller =
@@ -299,7 +305,20 @@ where
             };
             controller
                 .graceful_shutdown_on(stop)
-                .run(reconcile::<K, R>, error_policy::<K, R>, shared)
+                .run(
+                    move |object, shared| {
+                        if starts.start(&object) {
+                            futures::future::Either::Left(reconcile::<K, R>(object, shared))
+                        } else {
+                            // Gave way to a changed object: queued again.
+                            futures::future::Either::Right(futures::future::ready(Ok(
+                                Action::await_change(),
+                            )))
+                        }
+                    },
+                    error_policy::<K, R>,
+                    shared,
+                )
                 .for_each(|result| {
                     free_slot(&slots, &result);
                     if let Err(error) = result {
