@@ -270,10 +270,8 @@ where
     // the reconcile calls), and learns of each freed slot from the results
     // below.
     let slots = usize::from(concurrency);
-    let (objects, lookups) = cache.subscribe(
-        predicate,
-        Fairness::with_slots(slots).with_ahead(slots),
-    );
+    let (objects, lookups) =
+        cache.subscribe(predicate, Fairness::with_slots(slots).with_ahead(slots));
     let starts = objects.slots();
     let slots = objects.slots();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {

@@ -500,6 +500,10 @@ fn a_change_to_an_object_that_gave_way_moves_it_to_the_changed_lane() {
     slots.done(Some("default"), "l2");
     assert_eq!(drain(&mut announced), ["new"], "first in line");
     assert!(start(&slots, "new"));
-    assert_eq!(next(&mut announced).as_deref(), Some("l2@2"), "the newest copy");
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("l2@2"),
+        "the newest copy"
+    );
     assert_eq!(announcer.waiting(), 0, "held once");
 }
