@@ -4,6 +4,7 @@
 use super::*;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 
 use Lane::{Changed, Listed};
 
