@@ -339,7 +339,7 @@ pub(crate) struct Announcer<K> {
 }
 
 /// The controller's end: a stream of the newest copy of each announced
-/// object, one per free slot.
+/// object, one per free slot and a batch ahead of them.
 pub(crate) struct Announced<K>(Arc<Shared<K>>);
 
 /// The controller's report that it finished with an object it took,
