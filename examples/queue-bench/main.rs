@@ -19,7 +19,7 @@
 //! <context>`).
 //!
 //! ```text
-//! cargo run --release -p concord-queue-bench -- --objects 10000 --rounds 3 --table book/src/measuring/queue-results.md --json target/queue-bench/results.json
+//! cargo run --release -p concord-queue-bench -- --objects 10000 --rounds 5 --table book/src/measuring/queue-results.md --json target/queue-bench/results.json
 //! ```
 
 use std::process::ExitCode;

@@ -266,11 +266,14 @@ where
     // controller sees every object from the first list on. kube-runtime's
     // scheduler reads its input eagerly and takes from it in no set order,
     // so the queue keeps the order by handing out an object only when a
-    // slot is free, and learns of each freed slot from the results below.
+    // slot is free (and one batch ahead, which it learns has started from
+    // the reconcile calls), and learns of each freed slot from the results
+    // below.
+    let slots = usize::from(concurrency);
     let (objects, lookups) =
-        cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
+        cache.subscribe(predicate, Fairness::with_slots(slots).with_ahead(slots));
+    let starts = objects.slots();
     let slots = objects.slots();
-    let started = objects.slots();
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let controller =
             Controller::for_shared_stream_with(objects, lookups, cache.dyntype().clone())
@@ -294,17 +297,26 @@ where
             controller,
         );
         let name = shared.name.clone();
-        let reconcile = move |object: Arc<K>, shared| {
-            started.started(object.namespace().as_deref(), &object.name_any());
-            reconcile::<K, R>(object, shared)
-        };
         Box::pin(async move {
             let stop = async move {
                 let _ = shutdown.wait_for(|stop| *stop).await;
             };
             controller
                 .graceful_shutdown_on(stop)
-                .run(reconcile, error_policy::<K, R>, shared)
+                .run(
+                    move |object, shared| {
+                        if starts.start(&object) {
+                            futures::future::Either::Left(reconcile::<K, R>(object, shared))
+                        } else {
+                            // Gave way to a changed object: queued again.
+                            futures::future::Either::Right(futures::future::ready(Ok(
+                                Action::await_change(),
+                            )))
+                        }
+                    },
+                    error_policy::<K, R>,
+                    shared,
+                )
                 .for_each(|result| {
                     free_slot(&slots, &result);
                     if let Err(error) = result {

@@ -7,5 +7,5 @@ mod report;
 mod run;
 
 pub use args::{Args, ContenderName};
-pub use report::{Report, Round, Summary, table};
+pub use report::{Report, Round, StormRatio, Summary, table};
 pub use run::run;

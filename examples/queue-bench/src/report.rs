@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use concord_race_bench::{Interval, Verdict};
 use serde::Serialize;
 
 use crate::args::{Args, ContenderName};
@@ -94,6 +95,53 @@ pub struct Summary {
     pub wait_target_met: bool,
 }
 
+/// concord's storm against the controller-runtime priority queue's, paired
+/// by round.
+#[derive(Clone, Debug, Serialize)]
+pub struct StormRatio {
+    /// Each round's concord storm over the peer's.
+    pub per_round: Vec<f64>,
+    /// Their geometric mean, with its 95% interval (a t interval on the
+    /// mean log ratio, as the race benchmark computes it).
+    pub interval: Interval,
+    /// `met` when the interval's upper end is at most 1 (concord's storm
+    /// is at most the peer's), `missed` when its lower end is above 1,
+    /// `undecided` otherwise.
+    pub verdict: Verdict,
+}
+
+impl StormRatio {
+    /// Pairs concord's and the priority queue's runs by round; `None`
+    /// unless both ran.
+    fn new(runs: &[Round]) -> Option<Self> {
+        let storms = |who| -> Vec<(usize, f64)> {
+            runs.iter()
+                .filter(|r| r.contender == who)
+                .map(|r| (r.round, r.storm_s))
+                .collect()
+        };
+        let (ours, theirs): (Vec<f64>, Vec<f64>) = storms(ContenderName::Concord)
+            .into_iter()
+            .filter_map(|(round, storm)| {
+                let peer = storms(ContenderName::CrPriority)
+                    .into_iter()
+                    .find(|(r, _)| *r == round)?;
+                Some((storm, peer.1))
+            })
+            .unzip();
+        let interval = Interval::paired(&ours, &theirs)?;
+        // At most the peer's storm is at least the peer's speed: the
+        // inverse ratio's interval against a floor of 1 says the same
+        // about this one against a ceiling of 1.
+        let verdict = Interval::paired(&theirs, &ours)?.against(1.0);
+        Some(StormRatio {
+            per_round: ours.iter().zip(&theirs).map(|(o, t)| o / t).collect(),
+            interval,
+            verdict,
+        })
+    }
+}
+
 /// The benchmark's report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -111,6 +159,8 @@ pub struct Report {
     pub runs: Vec<Round>,
     /// Per contender.
     pub summary: Vec<Summary>,
+    /// concord's storm over the priority queue's, when both ran.
+    pub storm_ratio: Option<StormRatio>,
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -148,6 +198,7 @@ impl Report {
             rate: args.rate,
             work_ms: args.work_ms,
             concurrency: args.concurrency,
+            storm_ratio: StormRatio::new(&runs),
             runs,
             summary,
         }
@@ -183,6 +234,22 @@ pub fn table(report: &Report) -> String {
             s.worst_wait_storms,
             yes(s.p99_target_met),
             yes(s.wait_target_met)
+        );
+    }
+    if let Some(ratio) = &report.storm_ratio {
+        let i = &ratio.interval;
+        let rounds: Vec<String> = ratio.per_round.iter().map(|r| format!("{r:.3}")).collect();
+        let _ = writeln!(
+            out,
+            "\nconcord's storm / the controller-runtime priority queue's, paired by round: \
+             {:.3}× (geometric mean), 95% interval [{:.3}, {:.3}] over {} round(s) ({}): {} \
+             (met when the interval's upper end is at most 1)",
+            i.ratio,
+            i.lo,
+            i.hi,
+            i.rounds,
+            rounds.join(", "),
+            ratio.verdict.as_str()
         );
     }
     let _ = writeln!(
@@ -221,6 +288,39 @@ mod tests {
         assert_eq!(percentile(&values, 0.99), 99.0);
         assert_eq!(percentile(&[7.0], 0.99), 7.0);
         assert_eq!(percentile(&[], 0.99), 0.0);
+    }
+
+    fn run(round: usize, contender: ContenderName, storm_s: f64) -> Round {
+        Round::new(round, contender, 1, storm_s, vec![1.0])
+    }
+
+    #[test]
+    fn the_storm_ratio_pairs_rounds_and_decides_against_one() {
+        let faster = [
+            run(0, ContenderName::Concord, 6.0),
+            run(0, ContenderName::CrPriority, 7.0),
+            run(1, ContenderName::CrPriority, 7.2),
+            run(1, ContenderName::Concord, 6.1),
+            run(2, ContenderName::Concord, 6.2),
+            run(2, ContenderName::CrWorkqueue, 1.0),
+            run(2, ContenderName::CrPriority, 7.1),
+        ];
+        let ratio = StormRatio::new(&faster).unwrap();
+        assert_eq!(ratio.per_round.len(), 3);
+        assert!((ratio.per_round[1] - 6.1 / 7.2).abs() < 1e-9);
+        assert!(ratio.interval.hi < 1.0, "{:?}", ratio.interval);
+        assert_eq!(ratio.verdict, Verdict::Met);
+        let slower: Vec<Round> = faster
+            .iter()
+            .map(|r| match r.contender {
+                ContenderName::Concord => run(r.round, r.contender, r.storm_s * 1.3),
+                _ => r.clone(),
+            })
+            .collect();
+        assert_eq!(StormRatio::new(&slower).unwrap().verdict, Verdict::Missed);
+        let one = &faster[..2];
+        assert_eq!(StormRatio::new(one).unwrap().verdict, Verdict::Undecided);
+        assert!(StormRatio::new(&faster[..1]).is_none(), "no peer: no ratio");
     }
 
     #[test]
