@@ -107,8 +107,8 @@ pub struct OperatorArgs {
     #[arg(long, default_value_t = 0)]
     pub sleep_ms: u64,
     /// Give glibc's free memory back (`malloc_trim(0)`) once reconciles
-    /// stop for [`IDLE`]: the manager's `MemoryRelease::WhenIdle`.
-    /// Without it, `MemoryRelease::Off`.
+    /// stop for a second (`MemoryRelease::DEFAULT_IDLE`): the manager's
+    /// `MemoryRelease::WhenIdle`. Without it, `MemoryRelease::Off`.
     #[arg(long)]
     pub trim_when_idle: bool,
 }
