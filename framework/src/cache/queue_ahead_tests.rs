@@ -1,0 +1,144 @@
+//! The queue's unit tests of handing out ahead: batches, and a listed
+//! object giving way to a changed one when it starts.
+
+use super::*;
+
+fn start(slots: &Slots<ConfigMap>, name: &str) -> bool {
+    slots.start(&config_map(name, "1"))
+}
+
+#[test]
+fn a_batch_is_handed_out_ahead_and_the_next_once_all_of_it_started() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(2).with_ahead(2));
+    let slots = announced.slots();
+    for name in ["a", "b", "c", "d", "e", "f", "g"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["a", "b"], "two slots");
+    for name in ["a", "b"] {
+        assert!(start(&slots, name));
+    }
+    assert_eq!(drain(&mut announced), ["c", "d"], "both started: two ahead");
+    slots.done(Some("default"), "a");
+    assert_eq!(
+        drain(&mut announced),
+        Vec::<String>::new(),
+        "c and d are ready for the freed slot"
+    );
+    assert!(start(&slots, "c"));
+    slots.done(Some("default"), "b");
+    assert_eq!(
+        drain(&mut announced),
+        Vec::<String>::new(),
+        "d has not started: the scheduler would reorder it with a second batch"
+    );
+    assert!(start(&slots, "d"));
+    assert_eq!(
+        drain(&mut announced),
+        ["e", "f"],
+        "all started: the next batch, before a slot frees"
+    );
+}
+
+#[test]
+fn a_listed_object_handed_out_ahead_gives_way_to_a_changed_one() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(1).with_ahead(1));
+    let slots = announced.slots();
+    for name in ["l1", "l2", "l3"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["l1"]);
+    assert!(start(&slots, "l1"));
+    assert_eq!(drain(&mut announced), ["l2"], "one ahead");
+    announcer.announce(None, config_map("new", "1"), Changed);
+    assert_eq!(drain(&mut announced), Vec::<String>::new(), "no slot free");
+    slots.done(Some("default"), "l1");
+    assert!(
+        !start(&slots, "l2"),
+        "the new object is first in line: l2 is not reconciled now"
+    );
+    slots.done(Some("default"), "l2");
+    assert_eq!(drain(&mut announced), ["new"]);
+    assert!(start(&slots, "new"));
+    assert_eq!(
+        drain(&mut announced),
+        ["l2"],
+        "l2 first again in its lane, handed out ahead"
+    );
+    assert!(start(&slots, "l2"), "nothing changed waits: it runs");
+}
+
+#[test]
+fn a_changed_object_handed_out_and_not_started_still_goes_first() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(3));
+    let slots = announced.slots();
+    for name in ["l1", "l2", "l3", "l4", "l5"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["l1", "l2", "l3"]);
+    for name in ["l1", "l2", "l3"] {
+        assert!(start(&slots, name));
+    }
+    announcer.announce(None, config_map("new", "1"), Changed);
+    slots.done(Some("default"), "l2");
+    slots.done(Some("default"), "l3");
+    assert_eq!(drain(&mut announced), ["new", "l4"]);
+    assert!(
+        !start(&slots, "l4"),
+        "the scheduler started l4 first: it gives way to new"
+    );
+    assert!(start(&slots, "new"));
+    slots.done(Some("default"), "l4");
+    assert_eq!(drain(&mut announced), ["l4"], "first again in its lane");
+    assert!(start(&slots, "l4"));
+}
+
+#[test]
+fn a_listed_object_whose_lane_aged_does_not_give_way() {
+    let fairness = Fairness {
+        slots: 1,
+        ahead: 1,
+        max_passes: 1,
+        max_wait: Duration::from_secs(3600),
+    };
+    let (announcer, mut announced) = queue(None, fairness);
+    let slots = announced.slots();
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    for name in ["c1", "c2"] {
+        announcer.announce(None, config_map(name, "1"), Changed);
+    }
+    assert_eq!(drain(&mut announced), ["c1"]);
+    assert!(start(&slots, "c1"));
+    assert_eq!(drain(&mut announced), ["l1"], "aged after one pass");
+    assert!(
+        start(&slots, "l1"),
+        "the listed lane's turn: it does not give way to c2"
+    );
+}
+
+#[test]
+fn a_change_to_an_object_that_gave_way_moves_it_to_the_changed_lane() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(1).with_ahead(1));
+    let slots = announced.slots();
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["l1"]);
+    assert!(start(&slots, "l1"));
+    assert_eq!(drain(&mut announced), ["l2"]);
+    announcer.announce(None, config_map("new", "1"), Changed);
+    slots.done(Some("default"), "l1");
+    assert!(!start(&slots, "l2"));
+    announcer.announce(None, config_map("l2", "2"), Changed);
+    slots.done(Some("default"), "l2");
+    assert_eq!(drain(&mut announced), ["new"], "first in line");
+    assert!(start(&slots, "new"));
+    assert_eq!(
+        next(&mut announced).as_deref(),
+        Some("l2@2"),
+        "the newest copy"
+    );
+    assert_eq!(announcer.waiting(), 0, "held once");
+}
