@@ -308,6 +308,13 @@ pub(crate) async fn run(
             bar.println(line);
         }
     }
+    let text = metrics.render();
+    let line = reconcile_line(name, &text, latencies.len());
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
     let figures = RoundFigures {
         wall,
         latencies_micros: latencies,
@@ -319,7 +326,33 @@ pub(crate) async fn run(
         raced: workload.raced() as u64,
         ..RoundFigures::default()
     };
-    Ok((figures, counts(&metrics.render())))
+    Ok((figures, counts(&text)))
+}
+
+/// The sum of the samples of `family` in a manager's Prometheus text
+/// whose labels contain `with` (every sample when it is empty).
+fn sum_of(text: &str, family: &str, with: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| series.split('{').next() == Some(family) && series.contains(with))
+        .filter_map(|(_, value)| value.parse::<f64>().ok())
+        .sum()
+}
+
+/// What the manager's controller did per write: reconciles, and those
+/// held back until the cache showed the manager's own last write.
+fn reconcile_line(name: &str, text: &str, writes: usize) -> String {
+    let writes = writes.max(1) as f64;
+    let reconciles = sum_of(text, "concord_reconcile_total", "");
+    let waited = sum_of(text, "concord_reconcile_stale_cache_total", "outcome=\"ran\"");
+    let requeued = sum_of(text, "concord_reconcile_stale_cache_total", "outcome=\"requeued\"");
+    let wait_s = sum_of(text, "concord_reconcile_stale_cache_wait_seconds_total", "");
+    format!(
+        "{name}: {:.2} reconciles per write; {waited:.0} held back for a stale cache and ran, {requeued:.0} requeued, {:.1} ms waited in all",
+        reconciles / writes,
+        wait_s * 1e3
+    )
 }
 
 /// The write counters of a manager's Prometheus text, summed over
