@@ -39,6 +39,10 @@ struct State {
     /// Live Leases of the same ring name whose configuration differs from
     /// ours and whose scope overlaps it: while there is one, nothing starts.
     refused: Vec<String>,
+    /// Live members whose Leases went unrenewed past their renew deadline:
+    /// about to expire, so `selector` mode caches what their loss would
+    /// bring here before it may start (see [`ShardGate::suspected`]).
+    suspects: Vec<MemberId>,
     /// One entry per controller seat (see [`ShardGate::seat`]).
     seats: Vec<Seat>,
 }
@@ -193,6 +197,7 @@ impl ShardGate {
                 fence: Instant::now(),
                 in_flight: HashMap::new(),
                 refused: Vec::new(),
+                suspects: Vec::new(),
                 seats: Vec::new(),
             }),
             drained: Notify::new(),
@@ -380,6 +385,29 @@ impl ShardGate {
             self.publish_ranges();
             self.wake();
         }
+    }
+
+    /// Records the live members suspected gone: their Leases went
+    /// unrenewed past the renew deadline. Nothing about who may reconcile
+    /// changes (a suspect's keys move only once its Lease has expired);
+    /// `selector` mode widens the caches' ranges to what this replica would
+    /// own without the suspects, so their objects are listed before the
+    /// handover rather than in it.
+    pub(crate) fn suspected(&self, mut suspects: Vec<MemberId>) {
+        suspects.sort();
+        let mut state = self.lock();
+        if state.suspects == suspects {
+            return;
+        }
+        if !suspects.is_empty() {
+            tracing::info!(
+                ?suspects,
+                "membership leases unrenewed past the renew deadline; caching what their expiry would move here"
+            );
+        }
+        state.suspects = suspects;
+        drop(state);
+        self.publish_ranges();
     }
 
     /// Whether a reconcile of a key we no longer own is still running.

@@ -27,9 +27,11 @@ impl ShardGate {
     }
 
     /// `selector` mode: publishes the ranges of every bucket this replica
-    /// owns in the observed view or in a view it may have acknowledged, so
-    /// a new owner's cache fills before it may start and an old owner's
-    /// keeps the objects it drains until it acknowledged their loss.
+    /// owns in the observed view, in a view it may have acknowledged, or in
+    /// the observed view without the suspected members, so a new owner's
+    /// cache fills before it may start (before a crashed member's Lease
+    /// expires, too) and an old owner's keeps the objects it drains until
+    /// it acknowledged their loss.
     pub(super) fn publish_ranges(&self) {
         let (Some(key), Some(selectors)) = (self.placement.get(), self.selectors.get()) else {
             return;
@@ -37,6 +39,18 @@ impl ShardGate {
         let state = self.lock();
         let mut views: Vec<&View> = vec![&state.target];
         views.extend(state.claims.iter());
+        // The view once the suspects' Leases have expired: fetched ahead.
+        let without_suspects = (!state.suspects.is_empty()).then(|| {
+            View::new(
+                state
+                    .target
+                    .members()
+                    .iter()
+                    .filter(|m| !state.suspects.contains(m))
+                    .cloned(),
+            )
+        });
+        views.extend(without_suspects.as_ref());
         let owned = ranges::ranges_of(&self.me, &views);
         drop(state);
         // Owning no bucket yet (not joined): the first bucket, which

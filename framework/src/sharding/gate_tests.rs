@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::sharding::ranges;
 
 fn gate(me: &str) -> Arc<ShardGate> {
     let gate = Arc::new(ShardGate::new(me.into()));
@@ -158,5 +159,42 @@ fn a_wake_offers_the_keys_that_moved_here_or_were_refused_not_those_that_stayed(
         a.offer(seat, keys()),
         vec![moving.clone()],
         "refused while fenced"
+    );
+}
+
+#[test]
+fn a_suspected_member_widens_the_selector_without_moving_a_key() {
+    let both = View::new(["a".to_owned(), "b".to_owned()]);
+    let alone = View::new(["a".to_owned()]);
+    let a = gate("a");
+    let selectors = Arc::new(Selectors::default());
+    a.set_ranges(ShardKey::Uid, selectors.clone());
+    a.observed(both.clone(), peer("b", &both), vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    a.observed(both.clone(), peer("b", &both), vec![]);
+    let own = selectors.current().unwrap_or_default();
+    // A key whose uid's hash falls in one of b's buckets.
+    let theirs = (0..)
+        .map(|i| a.key_of("ns", &format!("k{i}"), &format!("u{i}")))
+        .find(|k| both.owns("b", k))
+        .unwrap_or_default();
+    a.suspected(vec!["b".into()]);
+    let wide = selectors.current().unwrap_or_default();
+    assert_ne!(wide, own, "the suspect's buckets are watched ahead");
+    assert_eq!(
+        Some(wide.as_str()),
+        ranges::selector(ShardKey::Uid, &ranges::ranges_of("a", &[&alone])).as_deref(),
+        "a watches what it would own without b"
+    );
+    assert!(
+        a.try_start(0, &theirs).is_none(),
+        "a suspect's keys stay its own until its Lease expires"
+    );
+    a.suspected(vec![]);
+    assert_eq!(
+        selectors.current().unwrap_or_default(),
+        own,
+        "b renewed again"
     );
 }

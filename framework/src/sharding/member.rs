@@ -289,6 +289,7 @@ impl Membership {
         let mut peers = Vec::new();
         let mut names = Vec::new();
         let mut refused = Vec::new();
+        let mut suspects = Vec::new();
         self.next_expiry = None;
         for lease in &list.items {
             let Some(name) = lease.metadata.name.clone() else {
@@ -345,6 +346,17 @@ impl Membership {
                 if kin == Kinship::Overlapping {
                     continue;
                 }
+                // Unrenewed past the renew deadline, a member has stopped
+                // reconciling (it fences itself there) and its Lease will
+                // expire: `selector` mode fetches what it would gain now
+                // (read again at that instant to find it so).
+                let suspicion = entry.1 + self.config.renew_deadline;
+                if unchanged > self.config.renew_deadline {
+                    suspects.push(id.clone());
+                } else {
+                    let at = suspicion + Duration::from_millis(1);
+                    self.next_expiry = Some(self.next_expiry.map_or(at, |e| e.min(at)));
+                }
                 live.push(id.clone());
                 let acked = lease
                     .metadata
@@ -379,6 +391,7 @@ impl Membership {
             .stats
             .members
             .store(target.members().len() as u64, Relaxed);
+        self.gate.suspected(suspects);
         self.gate.observed(target, peers, refused);
         Ok(moved)
     }

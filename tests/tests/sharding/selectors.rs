@@ -122,6 +122,41 @@ async fn selector_mode_places_every_object_once_without_a_write_and_a_crash_lose
     crashed.run.abort();
     let crash = Instant::now();
     let survivors: Vec<(usize, &Replica)> = [0, 2].into_iter().zip(replicas.iter()).collect();
+    // Past its renew deadline (2 s) the crashed replica is suspected: the
+    // survivors list what its expiry will give them while their views
+    // still hold it, and reconcile none of it before the Lease expires.
+    let (prefetched, early) = loop {
+        // Read before the views: a reconcile seen here started while every
+        // survivor still held the crashed replica, if the views say so.
+        let early = reconciled_since(&log, &lost, crash);
+        let views: Vec<usize> = replicas.iter().map(|r| r.shard.members().len()).collect();
+        let cached: usize = replicas.iter().map(|r| r.shard.keys_cached()).sum();
+        if views.iter().any(|&n| n < 3) {
+            anyhow::bail!(
+                "a survivor dropped the crashed replica from its view {:?} after the crash before the survivors cached its objects ({cached} of {} cached)",
+                crash.elapsed(),
+                names.len()
+            );
+        }
+        if cached >= names.len() {
+            break (Instant::now(), early);
+        }
+        ensure!(
+            crash.elapsed() < Duration::from_secs(30),
+            "the survivors still see the crashed replica 30 s after the crash"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    println!(
+        "selector mode crash: the survivors cached the crashed replica's objects {:?} after the crash, before its Lease expired",
+        prefetched - crash
+    );
+    ensure!(
+        early.is_empty(),
+        "{} of the crashed replica's keys were reconciled before its Lease expired, e.g. {:?}",
+        early.len(),
+        early.first()
+    );
     ensure!(
         eventually(Duration::from_secs(60), || each_object_cached_once(
             &replicas.iter().collect::<Vec<_>>(),
