@@ -345,8 +345,16 @@ fn sum_of(text: &str, family: &str, with: &str) -> f64 {
 fn reconcile_line(name: &str, text: &str, writes: usize) -> String {
     let writes = writes.max(1) as f64;
     let reconciles = sum_of(text, "concord_reconcile_total", "");
-    let waited = sum_of(text, "concord_reconcile_stale_cache_total", "outcome=\"ran\"");
-    let requeued = sum_of(text, "concord_reconcile_stale_cache_total", "outcome=\"requeued\"");
+    let waited = sum_of(
+        text,
+        "concord_reconcile_stale_cache_total",
+        "outcome=\"ran\"",
+    );
+    let requeued = sum_of(
+        text,
+        "concord_reconcile_stale_cache_total",
+        "outcome=\"requeued\"",
+    );
     let wait_s = sum_of(text, "concord_reconcile_stale_cache_wait_seconds_total", "");
     format!(
         "{name}: {:.2} reconciles per write; {waited:.0} held back for a stale cache and ran, {requeued:.0} requeued, {:.1} ms waited in all",
