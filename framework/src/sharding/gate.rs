@@ -387,29 +387,6 @@ impl ShardGate {
         }
     }
 
-    /// Records the live members suspected gone: their Leases went
-    /// unrenewed past the renew deadline. Nothing about who may reconcile
-    /// changes (a suspect's keys move only once its Lease has expired);
-    /// `selector` mode widens the caches' ranges to what this replica would
-    /// own without the suspects, so their objects are listed before the
-    /// handover rather than in it.
-    pub(crate) fn suspected(&self, mut suspects: Vec<MemberId>) {
-        suspects.sort();
-        let mut state = self.lock();
-        if state.suspects == suspects {
-            return;
-        }
-        if !suspects.is_empty() {
-            tracing::info!(
-                ?suspects,
-                "membership leases unrenewed past the renew deadline; caching what their expiry would move here"
-            );
-        }
-        state.suspects = suspects;
-        drop(state);
-        self.publish_ranges();
-    }
-
     /// Whether a reconcile of a key we no longer own is still running.
     pub(crate) fn draining(&self) -> bool {
         let state = self.lock();

@@ -5,7 +5,7 @@
 use std::sync::{Arc, PoisonError};
 
 use super::super::ranges::{self, ShardKey};
-use super::super::ring::View;
+use super::super::ring::{MemberId, View};
 use super::super::selectors::Selectors;
 use super::{Resolver, ShardGate};
 
@@ -69,6 +69,38 @@ impl ShardGate {
                 "shard selector changed; restarting the sharded watches"
             );
         }
+    }
+
+    /// Records the live members suspected gone: their Leases went
+    /// unrenewed past the renew deadline. Nothing about who may reconcile
+    /// changes (a suspect's keys move only once its Lease has expired);
+    /// `selector` mode widens the caches' ranges to what this replica would
+    /// own without the suspects, so their objects are listed before the
+    /// handover rather than in it. Nothing at all in the other modes.
+    pub(crate) fn suspected(&self, mut suspects: Vec<MemberId>) {
+        if !self.fetches_ahead() {
+            return;
+        }
+        suspects.sort();
+        let mut state = self.lock();
+        if state.suspects == suspects {
+            return;
+        }
+        if !suspects.is_empty() {
+            tracing::info!(
+                ?suspects,
+                "membership leases unrenewed past the renew deadline; caching what their expiry would move here"
+            );
+        }
+        state.suspects = suspects;
+        drop(state);
+        self.publish_ranges();
+    }
+
+    /// Whether this replica's caches watch ranges (`selector` mode), so
+    /// a suspected member's objects can be fetched ahead of its expiry.
+    pub(crate) fn fetches_ahead(&self) -> bool {
+        self.placement.get().is_some() && self.selectors.get().is_some()
     }
 
     /// Registers how one controller's store resolves `namespace/name`.

@@ -43,7 +43,8 @@ pub(crate) struct Membership {
     renewed: Instant,
     written: Instant,
     behind_since: Option<Instant>,
-    /// When the first live peer's Lease can next be found expired.
+    /// When the first live peer's Lease can next be found expired (or,
+    /// in `selector` mode, past its renew deadline: suspected).
     next_expiry: Option<Instant>,
     /// When the owned-keys gauge was last counted.
     accounted: Option<Instant>,
@@ -353,12 +354,13 @@ impl Membership {
                 // reconciling (it fences itself there) and its Lease will
                 // expire: `selector` mode fetches what it would gain now
                 // (read again at that instant to find it so).
-                let suspicion = entry.1 + self.config.renew_deadline;
-                if unchanged > self.config.renew_deadline {
-                    suspects.push(id.clone());
-                } else {
-                    let at = suspicion + Duration::from_millis(1);
-                    self.next_expiry = Some(self.next_expiry.map_or(at, |e| e.min(at)));
+                if self.gate.fetches_ahead() {
+                    if unchanged > self.config.renew_deadline {
+                        suspects.push(id.clone());
+                    } else {
+                        let at = entry.1 + self.config.renew_deadline + Duration::from_millis(1);
+                        self.next_expiry = Some(self.next_expiry.map_or(at, |e| e.min(at)));
+                    }
                 }
                 live.push(id.clone());
                 let acked = lease
