@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use tokio::sync::{Notify, watch};
@@ -41,8 +41,13 @@ struct State {
     refused: Vec<String>,
     /// Live members whose Leases went unrenewed past their renew deadline:
     /// about to expire, so `selector` mode caches what their loss would
-    /// bring here before it may start (see [`ShardGate::suspected`]).
+    /// bring here before it may start (see [`ShardGate::observed`]).
     suspects: Vec<MemberId>,
+    /// `selector` mode: the buckets the published shard selector holds,
+    /// bucket `i` as bit `i` (see [`ShardGate::publish_ranges`]).
+    watched: u128,
+    /// When the observed view or our claims last changed.
+    moved_at: Instant,
     /// One entry per controller seat (see [`ShardGate::seat`]).
     seats: Vec<Seat>,
 }
@@ -135,6 +140,9 @@ pub(crate) struct ShardGate {
     /// In `selector` mode, where this replica's shard selector is
     /// published for its caches' watches.
     pub(crate) selectors: OnceLock<Arc<Selectors>>,
+    /// In `selector` mode, how long the ring must have stood still before
+    /// the caches stop watching buckets this replica no longer needs.
+    keep: OnceLock<Duration>,
     state: Mutex<State>,
     /// Signalled when a reconcile ends, so a pending drain is re-checked.
     drained: Notify,
@@ -189,6 +197,7 @@ impl ShardGate {
             label: OnceLock::new(),
             placement: OnceLock::new(),
             selectors: OnceLock::new(),
+            keep: OnceLock::new(),
             me,
             state: Mutex::new(State {
                 target: View::default(),
@@ -198,6 +207,8 @@ impl ShardGate {
                 in_flight: HashMap::new(),
                 refused: Vec::new(),
                 suspects: Vec::new(),
+                watched: 0,
+                moved_at: Instant::now(),
                 seats: Vec::new(),
             }),
             drained: Notify::new(),
@@ -358,6 +369,7 @@ impl ShardGate {
         state.claims = vec![view.clone()];
         if changed {
             state.peers = None;
+            state.moved_at = Instant::now();
         }
         drop(state);
         self.publish_ranges();
@@ -370,19 +382,51 @@ impl ShardGate {
     }
 
     /// Records what a read of every membership Lease showed: the live
-    /// members, what each acknowledged, and the live Leases of another
-    /// configuration that could reconcile our objects.
-    pub(crate) fn observed(&self, target: View, peers: Vec<Peer>, refused: Vec<String>) {
+    /// members, what each acknowledged, the live Leases of another
+    /// configuration that could reconcile our objects, and the live
+    /// members whose Leases went unrenewed past their renew deadline.
+    ///
+    /// A suspect has stopped reconciling (it fences itself at its renew
+    /// deadline) and its Lease is about to expire. Nothing about who may
+    /// reconcile changes (its keys move only once its Lease has expired);
+    /// `selector` mode widens the caches' ranges to what this replica
+    /// would own without the suspects, so their objects are listed before
+    /// the handover rather than in it. One read's view and suspects are
+    /// taken together: the read that finds a suspect's Lease expired no
+    /// longer lists it live, and the ranges must go from "would own
+    /// without it" to "owns" without a narrower selector in between.
+    pub(crate) fn observed(
+        &self,
+        target: View,
+        peers: Vec<Peer>,
+        refused: Vec<String>,
+        mut suspects: Vec<MemberId>,
+    ) {
+        if !self.fetches_ahead() {
+            suspects.clear();
+        }
+        suspects.sort();
         let mut state = self.lock();
+        if state.target != target {
+            state.moved_at = Instant::now();
+        }
         let changed = state.target != target
             || state.peers.as_ref() != Some(&peers)
             || state.refused != refused;
+        if state.suspects != suspects && !suspects.is_empty() {
+            tracing::info!(
+                ?suspects,
+                "membership leases unrenewed past the renew deadline; caching what their expiry would move here"
+            );
+        }
         state.target = target;
         state.peers = Some(peers);
         state.refused = refused;
+        state.suspects = suspects;
         drop(state);
+        // Every read: a narrowing waits for the ring to stand still.
+        self.publish_ranges();
         if changed {
-            self.publish_ranges();
             self.wake();
         }
     }

@@ -3,18 +3,22 @@
 //! of a cached object's key by name.
 
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use super::super::ranges::{self, ShardKey};
-use super::super::ring::{MemberId, View};
+use super::super::ring::View;
 use super::super::selectors::Selectors;
 use super::{Resolver, ShardGate};
 
 impl ShardGate {
     /// `selector` mode: keys carry the server's hash of `key`'s field, and
-    /// the caches watch the ranges this replica owns through `selectors`.
-    pub(crate) fn set_ranges(&self, key: ShardKey, selectors: Arc<Selectors>) {
+    /// the caches watch the ranges this replica owns through `selectors`,
+    /// keeping buckets it no longer needs until the ring has stood still
+    /// for `keep`.
+    pub(crate) fn set_ranges(&self, key: ShardKey, selectors: Arc<Selectors>, keep: Duration) {
         let _ = self.placement.set(key);
         let _ = self.selectors.set(selectors);
+        let _ = self.keep.set(keep);
     }
 
     /// The gate key of an object: `namespace/name`, and in `selector` mode
@@ -26,17 +30,26 @@ impl ShardGate {
         }
     }
 
-    /// `selector` mode: publishes the ranges of every bucket this replica
-    /// owns in the observed view, in a view it may have acknowledged, or in
-    /// the observed view without the suspected members, so a new owner's
-    /// cache fills before it may start (before a crashed member's Lease
-    /// expires, too) and an old owner's keeps the objects it drains until
-    /// it acknowledged their loss.
+    /// `selector` mode: publishes the ranges the caches watch. They hold
+    /// every bucket this replica owns in the observed view, in a view it
+    /// may have acknowledged, or in the observed view without the
+    /// suspected members, so a new owner's cache fills before it may start
+    /// (before a crashed member's Lease expires, too) and an old owner's
+    /// keeps the objects it drains until it acknowledged their loss.
+    ///
+    /// A new selector restarts the sharded watches, and their list
+    /// replaces the caches. Buckets are added at once; buckets no longer
+    /// needed are dropped only once every peer acknowledged the view and
+    /// the ring has stood still for the `keep` given at start (the lease
+    /// duration), so a handover (the moments its moved objects are
+    /// reconciled) never pays for a relist of the whole shard only to
+    /// cache less.
     pub(super) fn publish_ranges(&self) {
         let (Some(key), Some(selectors)) = (self.placement.get(), self.selectors.get()) else {
             return;
         };
-        let state = self.lock();
+        let keep = self.keep.get().copied().unwrap_or_default();
+        let mut state = self.lock();
         let mut views: Vec<&View> = vec![&state.target];
         views.extend(state.claims.iter());
         // The view once the suspects' Leases have expired: fetched ahead.
@@ -51,16 +64,31 @@ impl ShardGate {
             )
         });
         views.extend(without_suspects.as_ref());
-        let owned = ranges::ranges_of(&self.me, &views);
-        drop(state);
         // Owning no bucket yet (not joined): the first bucket, which
         // caches a few objects more and changes nothing about who
         // reconciles them.
-        let owned = if owned.is_empty() {
-            vec![(0, 1u128 << (64 - ranges::BUCKETS.trailing_zeros()))]
-        } else {
-            owned
+        let wanted = match ranges::buckets_of(&self.me, &views) {
+            0 => 1,
+            wanted => wanted,
         };
+        let still = state.claims.len() == 1
+            && state.claims[0] == state.target
+            && state
+                .peers
+                .as_ref()
+                .is_some_and(|peers| peers.iter().all(|peer| peer.acked == state.target))
+            && state.moved_at.elapsed() >= keep;
+        let next = if still {
+            wanted
+        } else {
+            wanted | state.watched
+        };
+        if next == state.watched {
+            return;
+        }
+        state.watched = next;
+        drop(state);
+        let owned = ranges::ranges_of_buckets(next);
         if let Some(selector) = ranges::selector(*key, &owned)
             && selectors.publish(&selector)
         {
@@ -69,32 +97,6 @@ impl ShardGate {
                 "shard selector changed; restarting the sharded watches"
             );
         }
-    }
-
-    /// Records the live members suspected gone: their Leases went
-    /// unrenewed past the renew deadline. Nothing about who may reconcile
-    /// changes (a suspect's keys move only once its Lease has expired);
-    /// `selector` mode widens the caches' ranges to what this replica would
-    /// own without the suspects, so their objects are listed before the
-    /// handover rather than in it. Nothing at all in the other modes.
-    pub(crate) fn suspected(&self, mut suspects: Vec<MemberId>) {
-        if !self.fetches_ahead() {
-            return;
-        }
-        suspects.sort();
-        let mut state = self.lock();
-        if state.suspects == suspects {
-            return;
-        }
-        if !suspects.is_empty() {
-            tracing::info!(
-                ?suspects,
-                "membership leases unrenewed past the renew deadline; caching what their expiry would move here"
-            );
-        }
-        state.suspects = suspects;
-        drop(state);
-        self.publish_ranges();
     }
 
     /// Whether this replica's caches watch ranges (`selector` mode), so

@@ -396,8 +396,7 @@ impl Membership {
             .stats
             .members
             .store(target.members().len() as u64, Relaxed);
-        self.gate.suspected(suspects);
-        self.gate.observed(target, peers, refused);
+        self.gate.observed(target, peers, refused, suspects);
         Ok(moved)
     }
 

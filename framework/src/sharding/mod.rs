@@ -202,7 +202,8 @@ impl Sharding {
         if chosen.mode == ShardingMode::Selector
             && let Some(selectors) = &self.selectors
         {
-            self.gate.set_ranges(self.key, selectors.clone());
+            self.gate
+                .set_ranges(self.key, selectors.clone(), self.timings.lease_duration);
         }
         Ok(())
     }

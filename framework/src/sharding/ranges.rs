@@ -29,6 +29,9 @@ use super::ring::View;
 /// stays a few kilobytes.
 pub(crate) const BUCKETS: u64 = 128;
 
+// A set of buckets is kept as the bits of a `u128`.
+const _: () = assert!(BUCKETS <= 128);
+
 /// Bits of the hash below a bucket's index.
 const SHIFT: u32 = 64 - BUCKETS.trailing_zeros();
 
@@ -104,16 +107,29 @@ pub(crate) fn bucket_of(key: &str) -> Option<usize> {
     (bucket < BUCKETS).then(|| usize::try_from(bucket).ok())?
 }
 
+#[cfg(test)]
 /// The buckets `member` owns in `view`, or in any of `views`, as sorted
 /// half-open hash ranges, adjacent buckets merged.
 pub(crate) fn ranges_of(member: &str, views: &[&View]) -> Vec<(u128, u128)> {
+    ranges_of_buckets(buckets_of(member, views))
+}
+
+/// The buckets `member` owns in any of `views`, bucket `i` as bit `i`.
+pub(crate) fn buckets_of(member: &str, views: &[&View]) -> u128 {
+    (0..BUCKETS)
+        .filter(|bucket| {
+            let key = format!("#{bucket}");
+            views.iter().any(|view| view.owns(member, &key))
+        })
+        .fold(0, |mask, bucket| mask | 1 << bucket)
+}
+
+/// The buckets of `mask` (bucket `i` as bit `i`) as sorted half-open
+/// hash ranges, adjacent buckets merged.
+pub(crate) fn ranges_of_buckets(mask: u128) -> Vec<(u128, u128)> {
     let width = 1u128 << SHIFT;
     let mut ranges: Vec<(u128, u128)> = Vec::new();
-    for bucket in 0..u128::from(BUCKETS) {
-        let key = format!("#{bucket}");
-        if !views.iter().any(|view| view.owns(member, &key)) {
-            continue;
-        }
+    for bucket in (0..u128::from(BUCKETS)).filter(|b| mask & (1 << b) != 0) {
         let (from, to) = (bucket * width, (bucket + 1) * width);
         match ranges.last_mut() {
             Some(last) if last.1 == from => last.1 = to,
