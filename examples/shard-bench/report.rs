@@ -109,13 +109,48 @@ fn view_phases(live: &[Proc], at: u64, versions: &[u64]) -> Option<(Duration, Du
     Some((dropped, acked))
 }
 
-/// Takes `victim` out (SIGTERM, or SIGKILL for a crash) and measures until
-/// every object it owned has finished a reconcile on its new owner.
+/// The age of its last renewal the `n`-th crash aims to kill its victim
+/// at, as a fraction of the retry period (how often a replica renews):
+/// the fractional parts of `n` times the golden ratio, which spread any
+/// number of crashes evenly over the renewal cycle. A crash just after a
+/// renewal is the slowest to hand over (its Lease runs longest), and a
+/// kill whose moment followed from the previous event's timing would land
+/// at whatever age that timing favoured.
+fn aimed_age(n: usize) -> f64 {
+    (n as f64 * 0.618_033_988_749_894_9).fract()
+}
+
+/// Waits until `member`'s last renewal is about `age` old (within one
+/// renewal's jitter: the replica renews about every `period`).
+async fn wait_for_age(
+    leases: &Api<Lease>,
+    member: &str,
+    age: Duration,
+    period: Duration,
+) -> Result<()> {
+    let params = ListParams::default().labels(&format!("shard.concord.dev/member={member}"));
+    let lease = leases
+        .list(&params)
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .context("the victim's Lease")?;
+    let now = renewal_age(&lease, wall_ns()).context("the victim's Lease has no renewTime")?;
+    let period = period.as_nanos().max(1);
+    let wait = (age.as_nanos() + period - now.as_nanos() % period) % period;
+    tokio::time::sleep(Duration::from_nanos(u64::try_from(wait)?)).await;
+    Ok(())
+}
+
+/// Takes `victim` out (SIGTERM; or for a `crash` of `(age, period)`,
+/// SIGKILL about `age` after its last renewal) and measures until every
+/// object it owned has finished a reconcile on its new owner.
 async fn event(
     fleet: &Fleet,
     leases: &Api<Lease>,
     victim: Proc,
-    crash: bool,
+    crash: Option<(Duration, Duration)>,
     live: &mut [Proc],
     owners: &[usize],
 ) -> Result<Sample> {
@@ -133,9 +168,12 @@ async fn event(
         moved: moved.len(),
         ..Sample::default()
     };
+    if let Some((age, period)) = crash {
+        wait_for_age(leases, &member, age, period).await?;
+    }
     let at = wall_ns();
     let mut leaving = None;
-    if crash {
+    if crash.is_some() {
         victim.kill(&fleet.log).await?;
         // A renewal in flight at the kill may still land: read after it would have.
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -281,7 +319,9 @@ pub async fn run(args: Args) -> Result<()> {
     for round in 0..2 * args.events {
         let crash = round % 2 == 1;
         let victim = live.remove(round % live.len());
-        let sample = event(&hash, &leases, victim, crash, &mut live, &owners).await?;
+        let period = Duration::from_millis(args.retry_period_ms);
+        let kill = crash.then(|| (period.mul_f64(aimed_age(crashes.len())), period));
+        let sample = event(&hash, &leases, victim, kill, &mut live, &owners).await?;
         println!(
             "{:<22} {:>5} objects moved, every one reconciled by its new owner after {} s",
             if crash {

@@ -193,7 +193,7 @@ fn row(out: &mut String, label: &str, moved: &str, values: &[Duration]) {
 pub fn handover(f: &Figures) -> String {
     let mut out = format!(
         "{} replica processes (`--shards={}`) on {} ConfigMaps, each reconcile held {} ms; {}. \
-         A clean leave is SIGTERM (drain, delete the Lease, exit); a crash is SIGKILL (the Lease is left to expire). \
+         A clean leave is SIGTERM (drain, delete the Lease, exit); a crash is SIGKILL (the Lease is left to expire), aimed at ages of its last renewal spread evenly over the retry period. \
          A replacement joins after each, and the ring settles before the next. \
          Seconds from the signal; p99 is the nearest rank, so below 100 events it is the maximum.\n\n",
         f.replicas,

@@ -30,6 +30,7 @@ use std::time::Instant;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+use super::uid::PackedUid;
 use crate::AnyObject;
 
 /// How a manager's shared caches hold their objects, set with
@@ -96,9 +97,16 @@ fn key(namespace: Option<&str>, name: &str) -> Key {
     (namespace.map(str::to_owned), name.to_owned())
 }
 
+/// One object of a compact cache: its JSON, and its uid packed beside it
+/// (`uid.rs`).
+struct Entry {
+    json: Box<[u8]>,
+    uid: PackedUid,
+}
+
 /// The objects of a compact cache, as JSON, and what decoding them cost.
 pub(crate) struct CompactObjects<K> {
-    objects: RwLock<HashMap<Key, Box<[u8]>>>,
+    objects: RwLock<HashMap<Key, Entry>>,
     decodes: AtomicU64,
     decode_nanos: AtomicU64,
     kind: PhantomData<fn() -> K>,
@@ -114,13 +122,13 @@ impl<K: AnyObject> CompactObjects<K> {
         })
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Key, Box<[u8]>>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Key, Entry>> {
         self.objects
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Key, Box<[u8]>>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Key, Entry>> {
         self.objects
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -134,8 +142,8 @@ impl<K: AnyObject> CompactObjects<K> {
     /// A decoded copy of `namespace`/`name`, owned.
     pub(crate) fn decoded(&self, namespace: Option<&str>, name: &str) -> Option<K> {
         let objects = self.read();
-        let bytes = objects.get(&key(namespace, name))?;
-        self.decode(bytes)
+        let entry = objects.get(&key(namespace, name))?;
+        self.decode(&entry.json)
     }
 
     fn decode(&self, bytes: &[u8]) -> Option<K> {
@@ -173,27 +181,25 @@ impl<K: AnyObject> CompactObjects<K> {
             uid: Option<String>,
         }
         let objects = self.read();
-        let only: Only = serde_json::from_slice(objects.get(&key(namespace, name))?).ok()?;
+        let only: Only = serde_json::from_slice(&objects.get(&key(namespace, name))?.json).ok()?;
         Some((only.metadata.resource_version?, only.metadata.uid))
     }
 
     /// The uid of `namespace`/`name` (empty when it has none), read from
     /// its JSON without decoding the object; `None` when it is not held.
     pub(crate) fn uid(&self, namespace: Option<&str>, name: &str) -> Option<String> {
-        #[derive(serde::Deserialize)]
-        struct Only {
-            metadata: Meta,
-        }
-        #[derive(serde::Deserialize)]
-        struct Meta {
-            uid: Option<String>,
-        }
         let objects = self.read();
-        let bytes = objects.get(&key(namespace, name))?;
-        let uid = serde_json::from_slice::<Only>(bytes)
-            .ok()
-            .and_then(|o| o.metadata.uid);
-        Some(uid.unwrap_or_default())
+        objects.get(&key(namespace, name)).map(uid_of)
+    }
+
+    /// The namespace, name and uid of every object (empty when it has
+    /// none), read under one lock, decoding no object.
+    pub(crate) fn identities(&self) -> Vec<(Key, String)> {
+        let objects = self.read();
+        objects
+            .iter()
+            .map(|(key, entry)| (key.clone(), uid_of(entry)))
+            .collect()
     }
 
     pub(crate) fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
@@ -213,7 +219,7 @@ impl<K: AnyObject> CompactObjects<K> {
         let objects = self.read();
         objects
             .values()
-            .filter_map(|b| self.decode(b))
+            .filter_map(|e| self.decode(&e.json))
             .map(Arc::new)
             .collect()
     }
@@ -232,7 +238,7 @@ impl<K: AnyObject> CompactObjects<K> {
     /// The JSON the cache holds, in bytes: its objects' size in memory,
     /// less the map's own.
     pub(crate) fn json_bytes(&self) -> u64 {
-        self.read().values().map(|b| b.len() as u64).sum()
+        self.read().values().map(|e| e.json.len() as u64).sum()
     }
 
     /// How many copies were decoded, and in how many seconds.
@@ -242,9 +248,30 @@ impl<K: AnyObject> CompactObjects<K> {
     }
 }
 
-fn encode<K: AnyObject>(object: &K) -> Option<Box<[u8]>> {
+/// The uid `entry` holds, packed or in its JSON (empty when it has none).
+fn uid_of(entry: &Entry) -> String {
+    #[derive(serde::Deserialize)]
+    struct Only {
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        uid: Option<String>,
+    }
+    entry.uid.text().unwrap_or_else(|| {
+        serde_json::from_slice::<Only>(&entry.json)
+            .ok()
+            .and_then(|o| o.metadata.uid)
+            .unwrap_or_default()
+    })
+}
+
+fn encode<K: AnyObject>(object: &K) -> Option<Entry> {
     match serde_json::to_vec(object) {
-        Ok(bytes) => Some(bytes.into_boxed_slice()),
+        Ok(bytes) => Some(Entry {
+            json: bytes.into_boxed_slice(),
+            uid: PackedUid::of(object.meta().uid.as_deref()),
+        }),
         Err(error) => {
             tracing::warn!(%error, object = %object.name_any(), "an object does not encode for the compact cache: it is not cached");
             None
@@ -262,7 +289,7 @@ fn encode<K: AnyObject>(object: &K) -> Option<Box<[u8]>> {
 /// relist, unlike during the first list).
 pub(crate) struct CompactWriter<K> {
     objects: Arc<CompactObjects<K>>,
-    first: Option<HashMap<Key, Box<[u8]>>>,
+    first: Option<HashMap<Key, Entry>>,
     listed: Option<HashSet<Key>>,
     /// Whether a list has completed.
     listed_once: bool,
@@ -411,7 +438,9 @@ mod tests {
         let objects = CompactObjects::<ConfigMap>::new();
         let mut writer = CompactWriter::new(objects.clone());
         writer.apply_watcher_event(&Init);
-        for (name, uid) in [("a", "uid-a"), ("b", "uid-ü")] {
+        // A server's uid is kept packed; any other text is read from the JSON.
+        let server = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+        for (name, uid) in [("a", "uid-a"), ("b", "uid-ü"), ("c", server)] {
             let mut cm = config_map(name, "1");
             cm.metadata.uid = Some(uid.into());
             writer.apply_watcher_event(&InitApply(cm));
@@ -427,7 +456,16 @@ mod tests {
         };
         assert_eq!(
             identities,
-            [namespaced("a", "uid-a"), namespaced("b", "uid-ü")]
+            [
+                namespaced("a", "uid-a"),
+                namespaced("b", "uid-ü"),
+                namespaced("c", server)
+            ]
+        );
+        assert_eq!(
+            objects.uid(Some("default"), "c").as_deref(),
+            Some(server),
+            "read by name"
         );
         assert_eq!(objects.decoding().0, 0, "no object was decoded");
     }

@@ -34,6 +34,7 @@ mod sizes;
 mod store;
 mod streaming;
 mod trim;
+mod uid;
 mod watch;
 
 pub use compact::CacheLayout;

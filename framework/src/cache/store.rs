@@ -90,14 +90,7 @@ impl<K: AnyObject> Objects<K> {
                     ((o.namespace(), o.name_any()), uid)
                 })
                 .collect(),
-            Objects::Compact(objects) => objects
-                .keys()
-                .into_iter()
-                .filter_map(|(namespace, name)| {
-                    let uid = objects.uid(namespace.as_deref(), &name)?;
-                    Some(((namespace, name), uid))
-                })
-                .collect(),
+            Objects::Compact(objects) => objects.identities(),
         }
     }
 }
