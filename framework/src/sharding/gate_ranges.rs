@@ -38,12 +38,15 @@ impl ShardGate {
     /// keeps the objects it drains until it acknowledged their loss.
     ///
     /// A new selector restarts the sharded watches, and their list
-    /// replaces the caches. Buckets are added at once; buckets no longer
-    /// needed are dropped only once every peer acknowledged the view and
+    /// replaces the caches. Buckets are added at once, and so are many
+    /// buckets no longer needed dropped (more than a quarter of those
+    /// needed: at start, or when a member joins). A few (those a crash or
+    /// a leave makes the survivors trade to stay within one bucket of
+    /// even) are dropped only once every peer acknowledged the view and
     /// the ring has stood still for the `keep` given at start (the lease
-    /// duration), so a handover (the moments its moved objects are
-    /// reconciled) never pays for a relist of the whole shard only to
-    /// cache less.
+    /// duration), so the moments a handover's moved objects are
+    /// reconciled never pay for a relist of the whole shard only to cache
+    /// a bucket or two less.
     pub(super) fn publish_ranges(&self) {
         let (Some(key), Some(selectors)) = (self.placement.get(), self.selectors.get()) else {
             return;
@@ -78,7 +81,12 @@ impl ShardGate {
                 .as_ref()
                 .is_some_and(|peers| peers.iter().all(|peer| peer.acked == state.target))
             && state.moved_at.elapsed() >= keep;
-        let next = if still {
+        // Many buckets no longer needed (at start, or when a member
+        // joins) are dropped at once: keeping them costs memory, and the
+        // relist is the one the new ranges cost anyway.
+        let unneeded = state.watched & !wanted;
+        let many = unneeded.count_ones() * 4 > wanted.count_ones();
+        let next = if still || many {
             wanted
         } else {
             wanted | state.watched

@@ -260,3 +260,32 @@ fn a_suspect_expiring_restarts_no_watch_until_the_ring_stands_still() {
     assert_ne!(owns.as_deref(), Some(wide.as_str()));
     assert_eq!(selectors.current(), owns);
 }
+
+#[test]
+fn many_unneeded_buckets_are_dropped_at_once() {
+    let alone = View::new(["a".to_owned()]);
+    let three = View::new(["a".to_owned(), "b".to_owned(), "c".to_owned()]);
+    let a = gate("a");
+    let selectors = Arc::new(Selectors::default());
+    a.set_ranges(ShardKey::Uid, selectors.clone(), Duration::from_secs(3600));
+    a.observed(alone.clone(), vec![], vec![], vec![]);
+    let claim = a.next_claim();
+    a.claimed(&claim);
+    let everything = ranges::selector(ShardKey::Uid, &ranges::ranges_of("a", &[&alone]));
+    assert_eq!(selectors.current(), everything);
+    // b and c join: a keeps a third, and while the handover runs it still
+    // may hold what it claimed alone; once it claimed the new view, the
+    // two thirds it no longer needs are not kept for the hour.
+    let peers = ["b", "c"]
+        .map(|id| Peer {
+            id: id.into(),
+            acked: View::default(),
+        })
+        .to_vec();
+    a.observed(three.clone(), peers, vec![], vec![]);
+    let claim = a.next_claim();
+    assert_eq!(claim, three);
+    a.claimed(&claim);
+    let third = ranges::selector(ShardKey::Uid, &ranges::ranges_of("a", &[&three]));
+    assert_eq!(selectors.current(), third);
+}
