@@ -44,8 +44,9 @@ struct State {
     /// bring here before it may start (see [`ShardGate::observed`]).
     suspects: Vec<MemberId>,
     /// `selector` mode: the buckets the published shard selector holds,
-    /// bucket `i` as bit `i` (see [`ShardGate::publish_ranges`]).
-    watched: u128,
+    /// bucket `i` as bit `i`, 0 while none is owned; `None` before the
+    /// first (see [`ShardGate::publish_ranges`]).
+    watched: Option<u128>,
     /// When the observed view or our claims last changed.
     moved_at: Instant,
     /// One entry per controller seat (see [`ShardGate::seat`]).
@@ -207,7 +208,7 @@ impl ShardGate {
                 in_flight: HashMap::new(),
                 refused: Vec::new(),
                 suspects: Vec::new(),
-                watched: 0,
+                watched: None,
                 moved_at: Instant::now(),
                 seats: Vec::new(),
             }),

@@ -2,6 +2,7 @@
 //! server's hash, the shard selector the caches watch with, and lookups
 //! of a cached object's key by name.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -67,13 +68,7 @@ impl ShardGate {
             )
         });
         views.extend(without_suspects.as_ref());
-        // Owning no bucket yet (not joined): the first bucket, which
-        // caches a few objects more and changes nothing about who
-        // reconciles them.
-        let wanted = match ranges::buckets_of(&self.me, &views) {
-            0 => 1,
-            wanted => wanted,
-        };
+        let wanted = ranges::buckets_of(&self.me, &views);
         let still = state.claims.len() == 1
             && state.claims[0] == state.target
             && state
@@ -84,22 +79,27 @@ impl ShardGate {
         // Many buckets no longer needed (at start, or when a member
         // joins) are dropped at once: keeping them costs memory, and the
         // relist is the one the new ranges cost anyway.
-        let unneeded = state.watched & !wanted;
-        let many = unneeded.count_ones() * 4 > wanted.count_ones();
-        let next = if still || many {
-            wanted
-        } else {
-            wanted | state.watched
+        let next = match state.watched {
+            Some(watched) if wanted != 0 && !still => {
+                let many = (watched & !wanted).count_ones() * 4 > wanted.count_ones();
+                if many { wanted } else { wanted | watched }
+            }
+            _ => wanted,
         };
-        if next == state.watched {
+        if state.watched == Some(next) {
             return;
         }
-        state.watched = next;
+        state.watched = Some(next);
         drop(state);
+        // Owning no bucket yet (not joined): the first bucket, which
+        // caches a few objects more and changes nothing about who
+        // reconciles them (and is not kept once buckets are owned).
+        let next = if next == 0 { 1 } else { next };
         let owned = ranges::ranges_of_buckets(next);
         if let Some(selector) = ranges::selector(*key, &owned)
             && selectors.publish(&selector)
         {
+            self.stats.selector_changes.fetch_add(1, Relaxed);
             tracing::debug!(
                 ranges = owned.len(),
                 "shard selector changed; restarting the sharded watches"

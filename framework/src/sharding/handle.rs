@@ -99,4 +99,11 @@ impl ShardHandle {
     pub fn moves(&self) -> u64 {
         self.gate.stats.moves.load(Relaxed)
     }
+
+    /// In `selector` mode, how many times this replica's shard selector
+    /// has changed, each restarting its sharded watches with a list of
+    /// its new shard (`concord_shard_selector_changes_total`).
+    pub fn selector_changes(&self) -> u64 {
+        self.gate.stats.selector_changes.load(Relaxed)
+    }
 }

@@ -22,6 +22,7 @@ pub(crate) struct ShardStats {
     pub(crate) drains: AtomicU64,
     pub(crate) relabels: AtomicU64,
     pub(crate) refused_members: AtomicU64,
+    pub(crate) selector_changes: AtomicU64,
     /// How objects are placed, once chosen at start.
     mode: OnceLock<&'static str>,
 }
@@ -77,6 +78,12 @@ impl Collector for ShardStats {
                 MetricType::Gauge,
                 "Live Leases of this ring's name whose configuration differs and whose scope overlaps ours; while any, this replica reconciles nothing.",
                 &self.refused_members,
+            ),
+            (
+                "concord_shard_selector_changes",
+                MetricType::Counter,
+                "Times this replica's shard selector changed (selector mode), each restarting its sharded watches with a list of its new shard.",
+                &self.selector_changes,
             ),
             (
                 "concord_shard_drains",

@@ -151,6 +151,30 @@ async fn selector_mode_places_every_object_once_without_a_write_and_a_crash_lose
         "selector mode crash: the survivors cached the crashed replica's objects {:?} after the crash, before its Lease expired",
         prefetched - crash
     );
+    // The read that finds the Lease expired changes the survivors' views
+    // and ends the suspicion together: their selectors already hold what
+    // they own without the crashed replica, so no sharded watch restarts
+    // (a narrower selector and a wider one again would relist each
+    // survivor's shard in the moments it reconciles what it took over).
+    let changes = |replicas: &[Replica]| -> Vec<u64> {
+        replicas
+            .iter()
+            .map(|r| r.shard.selector_changes())
+            .collect()
+    };
+    let before_expiry = changes(&replicas);
+    while replicas.iter().any(|r| r.shard.members().len() == 3) {
+        ensure!(
+            crash.elapsed() < Duration::from_secs(30),
+            "a survivor still sees the crashed replica 30 s after the crash"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let after_expiry = changes(&replicas);
+    ensure!(
+        before_expiry == after_expiry,
+        "the crashed replica's expiry restarted the survivors' sharded watches: selector changes {before_expiry:?} before, {after_expiry:?} once both dropped it"
+    );
     ensure!(
         early.is_empty(),
         "{} of the crashed replica's keys were reconciled before its Lease expired, e.g. {:?}",
