@@ -14,6 +14,7 @@ use super::ranges::ShardKey;
 use super::ring::{MemberId, View};
 use super::selectors::Selectors;
 use super::stats::ShardStats;
+use seat::Seat;
 
 /// What a member has published: the view it acknowledged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,47 +52,6 @@ struct State {
     moved_at: Instant,
     /// One entry per controller seat (see [`ShardGate::seat`]).
     seats: Vec<Seat>,
-}
-
-/// What the gate knows of one controller's keys: of each key the
-/// controller has offered it, whether it has been handled since it last
-/// became ours, so a wake re-runs only the reconciles of keys that moved
-/// here or were refused or cancelled — never those of keys that stayed,
-/// nor of keys still waiting in the controller's queue for a first try.
-#[derive(Default)]
-struct Seat {
-    /// Every key the controller tried: `true` once admitted (or offered
-    /// again by a wake) and neither refused, cancelled nor given to another
-    /// member since; `false` while it waits for a wake to offer it again.
-    handled: HashMap<String, bool>,
-    /// Whether a key is still in the controller's store, to drop deleted
-    /// objects' keys from `handled`.
-    cached: Option<Cached>,
-    /// `handled`'s size after its last sweep.
-    swept: usize,
-}
-
-impl std::fmt::Debug for Seat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Seat")
-            .field("handled", &self.handled.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Seat {
-    /// No sweep below this many handled keys.
-    const SWEEP_FROM: usize = 64;
-
-    fn admitted(&mut self, key: &str) {
-        if self.handled.insert(key.to_owned(), true).is_none()
-            && self.handled.len() >= Self::SWEEP_FROM.max(2 * self.swept)
-            && let Some(cached) = &self.cached
-        {
-            self.handled.retain(|key, _| cached(key));
-            self.swept = self.handled.len();
-        }
-    }
 }
 
 impl State {
@@ -524,6 +484,8 @@ impl ShardGate {
 
 #[path = "gate_ranges.rs"]
 mod ranges_impl;
+#[path = "gate_seat.rs"]
+mod seat;
 
 #[cfg(test)]
 #[path = "gate_tests.rs"]
