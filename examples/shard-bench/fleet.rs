@@ -11,9 +11,10 @@ use concord::{
     ShardingMode, ShutdownHandle, WriteError,
 };
 use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -189,6 +190,19 @@ pub fn alive(live: &[Replica]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The membership Lease of `member` (`<ring>-<configuration
+/// fingerprint>-<member>`, labelled with its member id).
+pub async fn member_lease(leases: &Api<Lease>, member: &str) -> Result<Lease> {
+    let params = ListParams::default().labels(&format!("shard.concord.dev/member={member}"));
+    leases
+        .list(&params)
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .with_context(|| format!("the membership Lease of {member}"))
 }
 
 pub async fn create_config_maps(api: &Api<ConfigMap>, n: usize) -> Result<Vec<String>> {

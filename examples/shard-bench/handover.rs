@@ -9,10 +9,10 @@ use concord::LeaderElectionConfig;
 use concord_testenv::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, DeleteParams};
 use tokio::task::JoinHandle;
 
-use crate::fleet::{Log, Replica, Setup, Span, alive, create_config_maps, overlaps};
+use crate::fleet::{Log, Replica, Setup, Span, alive, create_config_maps, member_lease, overlaps};
 use crate::stats::{header, row};
 
 /// The manager name; its membership Leases are `shard-bench-shard-<member>`.
@@ -103,15 +103,7 @@ async fn event(
         victim.run.abort();
         // A renewal in flight at the abort may still land: read after it would have.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        // The Lease is `<ring>-<configuration fingerprint>-<member>`.
-        let params = ListParams::default().labels(&format!("shard.concord.dev/member={member}"));
-        let lease = leases
-            .list(&params)
-            .await?
-            .items
-            .into_iter()
-            .next()
-            .context("the crashed replica's Lease")?;
+        let lease = member_lease(leases, &member).await?;
         sample.renewal_age = renewal_age(&lease, wall);
     } else {
         victim.stop.shutdown();

@@ -17,7 +17,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams};
 
-use crate::fleet::create_config_maps;
+use crate::fleet::{create_config_maps, member_lease};
 use crate::member::wall_ns;
 use crate::procs::{Fleet, Log, Proc, overlaps};
 use crate::tables::{self, Figures, Sample};
@@ -128,14 +128,7 @@ async fn wait_for_age(
     age: Duration,
     period: Duration,
 ) -> Result<()> {
-    let params = ListParams::default().labels(&format!("shard.concord.dev/member={member}"));
-    let lease = leases
-        .list(&params)
-        .await?
-        .items
-        .into_iter()
-        .next()
-        .context("the victim's Lease")?;
+    let lease = member_lease(leases, member).await?;
     let now = renewal_age(&lease, wall_ns()).context("the victim's Lease has no renewTime")?;
     let period = period.as_nanos().max(1);
     let wait = (age.as_nanos() + period - now.as_nanos() % period) % period;
@@ -177,14 +170,7 @@ async fn event(
         victim.kill(&fleet.log).await?;
         // A renewal in flight at the kill may still land: read after it would have.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let params = ListParams::default().labels(&format!("shard.concord.dev/member={member}"));
-        let lease = leases
-            .list(&params)
-            .await?
-            .items
-            .into_iter()
-            .next()
-            .context("the killed replica's Lease")?;
+        let lease = member_lease(leases, &member).await?;
         sample.renewal_age = renewal_age(&lease, at);
     } else {
         victim.terminate()?;
