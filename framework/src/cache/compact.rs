@@ -185,8 +185,9 @@ impl<K: AnyObject> CompactObjects<K> {
         Some((only.metadata.resource_version?, only.metadata.uid))
     }
 
-    /// The uid of `namespace`/`name` (empty when it has none), read from
-    /// its JSON without decoding the object; `None` when it is not held.
+    /// The uid of `namespace`/`name` (empty when it has none), kept beside
+    /// its JSON or read from it, without decoding the object; `None` when
+    /// it is not held.
     pub(crate) fn uid(&self, namespace: Option<&str>, name: &str) -> Option<String> {
         let objects = self.read();
         objects.get(&key(namespace, name)).map(uid_of)

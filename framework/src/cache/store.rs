@@ -78,8 +78,8 @@ impl<K: AnyObject> Objects<K> {
         }
     }
 
-    /// Every object's namespace, name and uid; a compact cache reads the
-    /// uid from each object's JSON and decodes no object.
+    /// Every object's namespace, name and uid; a compact cache keeps each
+    /// uid beside the object's JSON (`uid.rs`) and decodes no object.
     pub(crate) fn identities(&self) -> Vec<(Key, String)> {
         match self {
             Objects::Decoded(store) => store
