@@ -47,12 +47,14 @@ fn pack(text: &str) -> Option<[u8; 16]> {
 }
 
 fn unpack(packed: [u8; 16]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(36);
     for (i, byte) in packed.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
             text.push('-');
         }
-        text.push_str(&format!("{byte:02x}"));
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     text
 }

@@ -55,6 +55,18 @@ struct State {
 }
 
 impl State {
+    /// Whether the claim in our Lease differs from the observed view.
+    fn behind(&self) -> bool {
+        self.claims.len() != 1 || self.claims[0] != self.target
+    }
+
+    /// Whether every live peer acknowledged the view this replica observes.
+    fn settled(&self) -> bool {
+        self.peers
+            .as_ref()
+            .is_some_and(|peers| peers.iter().all(|peer| peer.acked == self.target))
+    }
+
     /// Whether `key` may start on `me` now (see [`ShardGate::try_start`]).
     fn admits(&self, me: &str, key: &str) -> bool {
         Instant::now() < self.fence
@@ -401,17 +413,12 @@ impl ShardGate {
 
     /// Whether the claim in our Lease differs from the observed view.
     pub(crate) fn behind(&self) -> bool {
-        let state = self.lock();
-        state.claims.len() != 1 || state.claims[0] != state.target
+        self.lock().behind()
     }
 
     /// Whether every live peer acknowledged the view this replica observes.
     pub(crate) fn settled(&self) -> bool {
-        let state = self.lock();
-        state
-            .peers
-            .as_ref()
-            .is_some_and(|peers| peers.iter().all(|peer| peer.acked == state.target))
+        self.lock().settled()
     }
 
     /// Waits until a reconcile ends.

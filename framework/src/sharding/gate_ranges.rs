@@ -69,13 +69,7 @@ impl ShardGate {
         });
         views.extend(without_suspects.as_ref());
         let wanted = ranges::buckets_of(&self.me, &views);
-        let still = state.claims.len() == 1
-            && state.claims[0] == state.target
-            && state
-                .peers
-                .as_ref()
-                .is_some_and(|peers| peers.iter().all(|peer| peer.acked == state.target))
-            && state.moved_at.elapsed() >= keep;
+        let still = !state.behind() && state.settled() && state.moved_at.elapsed() >= keep;
         // Many buckets no longer needed (at start, or when a member
         // joins) are dropped at once: keeping them costs memory, and the
         // relist is the one the new ranges cost anyway.
