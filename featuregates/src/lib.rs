@@ -72,6 +72,7 @@
 mod config;
 mod config_error;
 mod conflict_policy;
+mod description;
 mod explain;
 mod gates;
 mod operation;
@@ -90,6 +91,8 @@ pub use config::Config;
 pub use config_error::ConfigError;
 #[doc(inline)]
 pub use conflict_policy::{ConflictPolicy, RetryPolicy};
+#[doc(inline)]
+pub use description::{ConflictHandling, Reads, RequestShape, StrategyDescription, WholeObjects};
 #[doc(inline)]
 pub use explain::Explanation;
 #[doc(inline)]

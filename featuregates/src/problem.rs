@@ -193,7 +193,7 @@ impl Problem {
     }
 }
 
-/// Why a strategy cannot serve `operation` (see [`StrategyName::serves`]).
+/// Why a strategy cannot serve `operation` (see [`StrategyDescription::serves`](crate::StrategyDescription::serves)).
 fn unservable_because(operation: &Operation) -> &'static str {
     match operation {
         Operation::ApplyOwned => {

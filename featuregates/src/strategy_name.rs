@@ -11,7 +11,6 @@ use std::str::FromStr;
 /// assert_eq!(s.to_string(), "strict");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
 pub enum StrategyName {
     /// JSON merge patch computed from the observed object, no precondition.
     Lax,
@@ -49,41 +48,6 @@ impl StrategyName {
             StrategyName::Locked => "locked",
             StrategyName::Apply => "apply",
             StrategyName::Guarded => "guarded",
-        }
-    }
-
-    /// Whether this strategy takes a [`ConflictPolicy`](crate::ConflictPolicy)
-    /// (only the strategies with preconditions meet conflicts they can
-    /// retry or hand back).
-    pub const fn takes_conflict_policy(self) -> bool {
-        matches!(
-            self,
-            StrategyName::Strict | StrategyName::Update | StrategyName::Guarded
-        )
-    }
-
-    /// Whether this strategy can carry out `operation`.
-    ///
-    /// Server-side apply can only express typed intents, so it cannot serve
-    /// [`Operation::Other`](crate::Operation::Other) (arbitrary closures);
-    /// creating or updating a whole owned child
-    /// ([`Operation::ApplyOwned`](crate::Operation::ApplyOwned)) is served
-    /// by `apply` alone; creating and deleting
-    /// ([`Operation::Create`](crate::Operation::Create),
-    /// [`Operation::Delete`](crate::Operation::Delete)) by every strategy but
-    /// `locked` and `apply`.
-    pub const fn serves(self, operation: crate::Operation) -> bool {
-        match operation {
-            crate::Operation::Other => !matches!(self, StrategyName::Apply),
-            crate::Operation::ApplyOwned => matches!(self, StrategyName::Apply),
-            crate::Operation::Create | crate::Operation::Delete => matches!(
-                self,
-                StrategyName::Lax
-                    | StrategyName::Strict
-                    | StrategyName::Update
-                    | StrategyName::Guarded
-            ),
-            _ => true,
         }
     }
 }
@@ -130,10 +94,14 @@ mod tests {
 
     #[test]
     fn only_apply_serves_owned_children() {
-        assert!(StrategyName::Apply.serves(Operation::ApplyOwned));
+        assert!(
+            StrategyName::Apply
+                .description()
+                .serves(Operation::ApplyOwned)
+        );
         for name in StrategyName::ALL {
             assert_eq!(
-                name.serves(Operation::ApplyOwned),
+                name.description().serves(Operation::ApplyOwned),
                 name == StrategyName::Apply
             );
         }
@@ -141,8 +109,12 @@ mod tests {
 
     #[test]
     fn apply_cannot_serve_closures() {
-        assert!(!StrategyName::Apply.serves(Operation::Other));
-        assert!(StrategyName::Apply.serves(Operation::RemoveFinalizer));
-        assert!(StrategyName::Lax.serves(Operation::Other));
+        assert!(!StrategyName::Apply.description().serves(Operation::Other));
+        assert!(
+            StrategyName::Apply
+                .description()
+                .serves(Operation::RemoveFinalizer)
+        );
+        assert!(StrategyName::Lax.description().serves(Operation::Other));
     }
 }

@@ -3,7 +3,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ObjectKey;
 use crate::field_manager::manager_for;
-use crate::plan::{How, Plan};
+use crate::plan::Plan;
 use crate::request::{Body, Request};
 use crate::session::{Answer, Session};
 use crate::write_loop::OnConflict;
@@ -33,7 +33,7 @@ use crate::{Error, Fallback, Intent, Mutation, Target, WriteStrategy, Written};
 ///
 /// Arbitrary closures are refused ([`Error::UnsupportedMutation`]); the
 /// configuration layer rejects that combination at load time through
-/// [`StrategyName::serves`]. So is a `null` (a deletion) in a
+/// [`StrategyDescription::serves`](concord_featuregates::StrategyDescription::serves). So is a `null` (a deletion) in a
 /// [`Intent::MergeStatus`] fragment, which an apply configuration cannot
 /// carry: refused before anything is sent, never silently dropped.
 /// A mutation is all-or-nothing: one apply request carries one field
@@ -62,7 +62,8 @@ use crate::{Error, Fallback, Intent, Mutation, Target, WriteStrategy, Written};
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Apply {
-    retry: RetryPolicy,
+    /// Always a retry policy: `apply` cannot hand a conflict back.
+    policy: ConflictPolicy,
 }
 
 impl Apply {
@@ -75,20 +76,24 @@ impl Apply {
     /// Retry a failed fallback guard within `retry`.
     #[must_use]
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.policy = ConflictPolicy::Retry(retry);
         self
+    }
+
+    /// An `apply` strategy under `policy`, which [`try_strategy_for`](crate::try_strategy_for)
+    /// has checked is a retry policy.
+    pub(crate) fn with_policy(policy: ConflictPolicy) -> Self {
+        Apply { policy }
     }
 }
 
-impl WriteStrategy for Apply {
+impl crate::strategy::sealed::Sealed for Apply {
     fn plan(&self) -> Plan<'_> {
-        Plan {
-            name: StrategyName::Apply,
-            verbs: &["get", "patch"],
-            how: How::Apply(&self.retry),
-        }
+        Plan::of(StrategyName::Apply, &self.policy, None)
     }
 }
+
+impl WriteStrategy for Apply {}
 
 /// An `apply` write of `mutation` to `observed`, its guarded fallback
 /// retried within `retry`.

@@ -2,8 +2,6 @@ use concord_featuregates::{ConflictPolicy, StrategyName};
 
 use crate::WriteStrategy;
 use crate::plan::Plan;
-use crate::request::Request;
-use crate::write_loop::OnConflict;
 
 /// `guarded`: a patch whose preconditions are exactly the fields and
 /// entries it writes, and always the uid.
@@ -64,14 +62,10 @@ impl Guarded {
     }
 }
 
-impl WriteStrategy for Guarded {
+impl crate::strategy::sealed::Sealed for Guarded {
     fn plan(&self) -> Plan<'_> {
-        let on_conflict = OnConflict::Reread(&self.policy);
-        Plan::new(
-            StrategyName::Guarded,
-            &["get", "patch"],
-            Request::Guarded,
-            on_conflict,
-        )
+        Plan::of(StrategyName::Guarded, &self.policy, None)
     }
 }
+
+impl WriteStrategy for Guarded {}

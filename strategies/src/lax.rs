@@ -1,9 +1,7 @@
 use concord_featuregates::StrategyName;
 
 use crate::WriteStrategy;
-use crate::plan::Plan;
-use crate::request::Request;
-use crate::write_loop::OnConflict;
+use crate::plan::{HANDED_BACK, Plan};
 
 /// `lax`: a JSON merge patch computed from the observed object, with no
 /// precondition.
@@ -27,16 +25,10 @@ use crate::write_loop::OnConflict;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Lax;
 
-impl WriteStrategy for Lax {
+impl crate::strategy::sealed::Sealed for Lax {
     fn plan(&self) -> Plan<'_> {
-        // Without a precondition the server has nothing to conflict on; a
-        // 409 is reported rather than passed off as success.
-        let request = Request::Merge;
-        Plan::new(
-            StrategyName::Lax,
-            &["get", "patch"],
-            request,
-            OnConflict::Fail,
-        )
+        Plan::of(StrategyName::Lax, &HANDED_BACK, None)
     }
 }
+
+impl WriteStrategy for Lax {}

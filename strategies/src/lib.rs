@@ -106,8 +106,6 @@ pub use object_key::ObjectKey;
 pub use observed::Observed;
 #[doc(inline)]
 pub use outcome::{Fallback, Outcome, Verb, Written};
-#[doc(hidden)]
-pub use plan::Plan;
 #[doc(inline)]
 pub use retry::{RetriedByStrategy, retried_by_strategy};
 #[doc(inline)]

@@ -21,7 +21,7 @@
 //! (another uid), the delete is done and [`Outcome::gone`] says so.
 //! Transient failures are retried as every write's are (`session.rs`).
 
-use concord_featuregates::{Operation, StrategyName};
+use concord_featuregates::{Operation, StrategyName, WholeObjects};
 use serde_json::Value;
 
 use crate::observed::meta;
@@ -91,7 +91,7 @@ fn serves(
     strategy: StrategyName,
     operation: Operation,
 ) -> Result<Session<'_>, Error> {
-    if !strategy.serves(operation) {
+    if !strategy.description().serves(operation) {
         return Err(Error::UnsupportedMutation {
             strategy,
             what: match operation {
@@ -104,6 +104,12 @@ fn serves(
     Ok(session)
 }
 
+/// Whether `strategy` creates and deletes leniently (`lax`): an existing
+/// name counts as created, a delete checks only the uid.
+fn lenient(strategy: StrategyName) -> bool {
+    strategy.description().whole_objects == WholeObjects::Lenient
+}
+
 async fn create_in(
     session: &mut Session<'_>,
     strategy: StrategyName,
@@ -113,7 +119,7 @@ async fn create_in(
     for attempt in 1..=LAX_CREATE_ATTEMPTS {
         match session.send(&body).await? {
             Answer::Stored(stored) => return Ok(Some(stored)),
-            Answer::Conflict if strategy == StrategyName::Lax => {
+            Answer::Conflict if lenient(strategy) => {
                 session.outcome.conflicts += 1;
                 if let Some(stored) = session.get().await? {
                     return Ok(Some(stored));
@@ -228,7 +234,7 @@ async fn delete_in(
 ) -> Result<Option<Value>, Error> {
     let uid = meta(observed, "uid").map(str::to_owned);
     let version = meta(observed, "resourceVersion").map(str::to_owned);
-    let exact = strategy != StrategyName::Lax;
+    let exact = !lenient(strategy);
     let missing = match (&uid, &version) {
         (None, _) if exact => Some("metadata.uid"),
         (_, None) if exact => Some("metadata.resourceVersion"),

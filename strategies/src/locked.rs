@@ -2,9 +2,7 @@ use std::sync::Arc;
 
 use concord_featuregates::StrategyName;
 
-use crate::plan::{Plan, Read};
-use crate::request::Request;
-use crate::write_loop::OnConflict;
+use crate::plan::{HANDED_BACK, Plan};
 use crate::{LockTable, WriteStrategy};
 
 /// `locked`: an in-process async mutex per object around a fresh `GET`,
@@ -61,17 +59,10 @@ impl Default for Locked {
     }
 }
 
-impl WriteStrategy for Locked {
+impl crate::strategy::sealed::Sealed for Locked {
     fn plan(&self) -> Plan<'_> {
-        // The uid guards against a recreated object; deliberately no
-        // resourceVersion — that would make this `strict`.
-        let request = Request::MergeWithUid;
-        Plan::new(
-            StrategyName::Locked,
-            &["get", "patch"],
-            request,
-            OnConflict::Fail,
-        )
-        .reading(Read::Always, self.table.as_deref())
+        Plan::of(StrategyName::Locked, &HANDED_BACK, self.table.as_deref())
     }
 }
+
+impl WriteStrategy for Locked {}

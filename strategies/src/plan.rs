@@ -3,7 +3,9 @@
 //! write as a [`Plan`]; one runner (`write_loop.rs`) carries every plan
 //! out, so a write starts one way whatever the strategy.
 
-use concord_featuregates::{ConflictPolicy, RetryPolicy, StrategyName};
+use concord_featuregates::{
+    ConflictHandling, ConflictPolicy, Reads, RequestShape, RetryPolicy, StrategyName,
+};
 
 use crate::LockTable;
 use crate::request::Request;
@@ -12,8 +14,10 @@ use crate::write_loop::OnConflict;
 /// A strategy's description of its writes, read by the one runner.
 ///
 /// Its fields are the crate's own: a [`WriteStrategy`](crate::WriteStrategy)
-/// is one of concord's strategies, never built elsewhere.
+/// is one of concord's strategies, never built elsewhere (the trait is
+/// sealed), so the type is public only to name it in the sealed trait.
 #[derive(Debug)]
+#[allow(unreachable_pub)]
 pub struct Plan<'a> {
     pub(crate) name: StrategyName,
     pub(crate) verbs: &'static [&'static str],
@@ -26,7 +30,7 @@ pub(crate) enum How<'a> {
     /// Build every request from the freshest copy with `request`.
     Loop {
         request: Request,
-        read: Read,
+        read: Reads,
         lock: Option<&'a LockTable>,
         on_conflict: OnConflict<'a>,
     },
@@ -40,46 +44,51 @@ pub(crate) enum How<'a> {
     },
 }
 
-/// Whether a write reads the object before its first request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Read {
-    /// Never: the first request is built from the observed copy.
-    Never,
-    /// When the observed copy may lack stored fields (a typed object): a
-    /// request that carries the whole object is built from the raw read.
-    WhenIncomplete,
-    /// Always (`locked`, inside its lock).
-    Always,
-}
-
 impl<'a> Plan<'a> {
-    /// Requests built by `request` from the observed copy, conflicts
-    /// handled by `on_conflict`.
-    pub(crate) fn new(
+    /// The plan of the strategy called `name`, read from its
+    /// [description](concord_featuregates::StrategyDescription): its
+    /// request, its read, its lock and what a conflict means. `policy` is
+    /// the strategy's conflict policy (ignored by one that hands conflicts
+    /// back), `lock` the table a locking strategy holds its lock in.
+    pub(crate) fn of(
         name: StrategyName,
-        verbs: &'static [&'static str],
-        request: Request,
-        on_conflict: OnConflict<'a>,
+        policy: &'a ConflictPolicy,
+        lock: Option<&'a LockTable>,
     ) -> Self {
+        let description = name.description();
+        let request = match description.request {
+            RequestShape::MergePatch => Request::Merge,
+            RequestShape::MergePatchWithUid => Request::MergeWithUid,
+            RequestShape::MergePatchWithVersion => Request::MergeWithVersion,
+            RequestShape::Put => Request::Put,
+            RequestShape::GuardedPatch => Request::Guarded,
+            RequestShape::ServerSideApply => {
+                return match policy {
+                    ConflictPolicy::Retry(retry) => Plan {
+                        name,
+                        verbs: description.verbs,
+                        how: How::Apply(retry),
+                    },
+                    _ => Plan::refused(name, format!("{policy:?}"), REQUEUE_REFUSED),
+                };
+            }
+        };
+        let on_conflict = match description.on_conflict {
+            ConflictHandling::HandsBack => OnConflict::Fail,
+            ConflictHandling::PolicyDecides | ConflictHandling::RetriesFallback => {
+                OnConflict::Reread(policy)
+            }
+        };
         Plan {
             name,
-            verbs,
+            verbs: description.verbs,
             how: How::Loop {
                 request,
-                read: Read::Never,
-                lock: None,
+                read: description.reads,
+                lock: lock.filter(|_| description.locks),
                 on_conflict,
             },
         }
-    }
-
-    /// This plan reading the object first as `read` says, inside `lock`.
-    pub(crate) fn reading(mut self, when: Read, under: Option<&'a LockTable>) -> Self {
-        if let How::Loop { read, lock, .. } = &mut self.how {
-            *read = when;
-            *lock = under;
-        }
-        self
     }
 
     /// A plan whose every write fails with [`Error::UnsupportedStrategy`](crate::Error::UnsupportedStrategy).
@@ -102,3 +111,11 @@ impl<'a> Plan<'a> {
         )
     }
 }
+
+/// The policy of a strategy that hands every conflict back (`lax`,
+/// `locked`): it has no version to re-read against.
+pub(crate) const HANDED_BACK: &ConflictPolicy = &ConflictPolicy::Requeue;
+
+/// Why a strategy that cannot hand a conflict back is refused `requeue`.
+pub(crate) const REQUEUE_REFUSED: &str =
+    "only `strict`, `update` and `guarded` can hand a conflict back to requeue";

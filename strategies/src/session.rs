@@ -103,18 +103,17 @@ impl<'a> Session<'a> {
         let Some(status) = mutation.is_status() else {
             return Err(Error::MixedSubresources { object: key });
         };
-        let tests_dependencies = matches!(
-            strategy,
-            StrategyName::Strict | StrategyName::Update | StrategyName::Guarded
-        );
-        if !mutation.dependencies().is_empty() && !tests_dependencies {
+        let description = strategy.description();
+        if !mutation.dependencies().is_empty() && !description.tests_dependencies {
             return Err(Error::UnsupportedMutation {
                 strategy,
                 what: "a dependency on a field it does not write (`Mutation::depending_on`)",
                 object: key,
             });
         }
-        if strategy != StrategyName::Apply && mutation.operation() == Operation::ApplyOwned {
+        if mutation.operation() == Operation::ApplyOwned
+            && !description.serves(Operation::ApplyOwned)
+        {
             return Err(Error::UnsupportedMutation {
                 strategy,
                 what: "applying a whole owned object (`apply-owned`)",

@@ -1,11 +1,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use concord_featuregates::{ConflictPolicy, StrategyName};
+use concord_featuregates::{ConflictPolicy, StrategyDescription, StrategyName};
 use kube::core::DynamicObject;
 use serde_json::Value;
 
-use crate::plan::Plan;
+use crate::plan::{Plan, REQUEUE_REFUSED};
 use crate::{
     Apply, Error, Guarded, Lax, Locked, Mutation, ObjectKey, Observed, Strict, Target, Update,
     Written,
@@ -21,8 +21,9 @@ use crate::{
 /// Every strategy describes its writes as a plan (how its request is
 /// built, whether it reads first, what a conflict means) and one runner
 /// carries every plan out: mutate, skip if unchanged, send, classify, back
-/// off and re-read on conflict, record. The trait is implemented by
-/// concord's strategies only.
+/// off and re-read on conflict, record. What each strategy does is its
+/// [`StrategyDescription`]. The trait is sealed: concord's six strategies
+/// are its only implementations, and a new strategy is a new description.
 ///
 /// # Guarantees
 ///
@@ -39,7 +40,7 @@ use crate::{
 /// # async fn demo(target: concord_strategies::Target, pod: kube::core::DynamicObject)
 /// # -> Result<(), concord_strategies::Error> {
 /// use concord_strategies::{Intent, Mutation, try_strategy_for};
-/// use concord_featuregates::{ConflictPolicy, StrategyName};
+/// use concord_featuregates::{ConflictPolicy, StrategyDescription, StrategyName};
 ///
 /// let strict = try_strategy_for(StrategyName::Strict, ConflictPolicy::default())?;
 /// let written = strict
@@ -49,16 +50,16 @@ use crate::{
 /// # Ok(()) }
 /// ```
 #[async_trait]
-pub trait WriteStrategy: Send + Sync + std::fmt::Debug {
-    /// The strategy's description of its writes, which one runner carries
-    /// out. Its type is concord's own: the strategies are the five (and
-    /// the refused one) this crate builds.
-    #[doc(hidden)]
-    fn plan(&self) -> Plan<'_>;
-
+pub trait WriteStrategy: sealed::Sealed + Send + Sync + std::fmt::Debug {
     /// The strategy's name, as in configuration and metrics.
     fn name(&self) -> StrategyName {
         self.plan().name
+    }
+
+    /// What the strategy does: its request, its read, its lock, what a
+    /// conflict means, what it serves.
+    fn description(&self) -> StrategyDescription {
+        self.name().description()
     }
 
     /// The RBAC verbs on the written resource this strategy needs, besides
@@ -112,7 +113,7 @@ pub trait WriteStrategy: Send + Sync + std::fmt::Debug {
 /// # Errors
 ///
 /// [`Error::UnsupportedStrategy`] for a `requeue` policy on a strategy that
-/// cannot honour it, or a strategy name this version does not know.
+/// cannot honour it.
 pub fn try_strategy_for(
     name: StrategyName,
     policy: ConflictPolicy,
@@ -122,23 +123,16 @@ pub fn try_strategy_for(
         policy: format!("{policy:?}"),
         reason,
     };
-    let retry = match policy {
-        ConflictPolicy::Retry(retry) => Some(retry),
-        _ => None,
-    };
-    Ok(match (name, retry) {
-        (StrategyName::Strict, _) => Arc::new(Strict::new(policy)),
-        (StrategyName::Update, _) => Arc::new(Update::new(policy)),
-        (StrategyName::Guarded, _) => Arc::new(Guarded::new(policy)),
-        (StrategyName::Apply, Some(retry)) => Arc::new(Apply::new().with_retry(retry)),
-        (StrategyName::Locked, Some(_)) => Arc::new(Locked::new()),
-        (StrategyName::Lax, Some(_)) => Arc::new(Lax),
-        (StrategyName::Apply | StrategyName::Locked | StrategyName::Lax, None) => {
-            return Err(refuse(
-                "only `strict`, `update` and `guarded` can hand a conflict back to requeue",
-            ));
-        }
-        _ => return Err(refuse("this version of concord does not know the strategy")),
+    if !name.description().accepts_requeue() && matches!(policy, ConflictPolicy::Requeue) {
+        return Err(refuse(REQUEUE_REFUSED));
+    }
+    Ok(match name {
+        StrategyName::Strict => Arc::new(Strict::new(policy)),
+        StrategyName::Update => Arc::new(Update::new(policy)),
+        StrategyName::Guarded => Arc::new(Guarded::new(policy)),
+        StrategyName::Apply => Arc::new(Apply::with_policy(policy)),
+        StrategyName::Locked => Arc::new(Locked::new()),
+        StrategyName::Lax => Arc::new(Lax),
     })
 }
 
@@ -167,9 +161,24 @@ struct Refused {
     reason: &'static str,
 }
 
-impl WriteStrategy for Refused {
+impl sealed::Sealed for Refused {
     fn plan(&self) -> Plan<'_> {
         Plan::refused(self.name, self.policy.clone(), self.reason)
+    }
+}
+
+impl WriteStrategy for Refused {}
+
+/// The sealing of [`WriteStrategy`]: a strategy's plan, read by the one
+/// runner, is concord's own type, so no strategy is built outside this
+/// crate.
+pub(crate) mod sealed {
+    /// Implemented by concord's strategies only.
+    #[allow(unreachable_pub)]
+    pub trait Sealed {
+        /// The plan the runner carries out, read from the strategy's
+        /// description.
+        fn plan(&self) -> crate::plan::Plan<'_>;
     }
 }
 

@@ -2,8 +2,6 @@ use concord_featuregates::{ConflictPolicy, StrategyName};
 
 use crate::WriteStrategy;
 use crate::plan::Plan;
-use crate::request::Request;
-use crate::write_loop::OnConflict;
 
 /// `strict`: the `lax` merge patch plus the observed
 /// `metadata.resourceVersion` and `metadata.uid` — an optimistic lock.
@@ -54,18 +52,13 @@ impl Strict {
     }
 }
 
-impl WriteStrategy for Strict {
+impl crate::strategy::sealed::Sealed for Strict {
     fn plan(&self) -> Plan<'_> {
-        let on_conflict = OnConflict::Reread(&self.policy);
-        let request = Request::MergeWithVersion;
-        Plan::new(
-            StrategyName::Strict,
-            &["get", "patch"],
-            request,
-            on_conflict,
-        )
+        Plan::of(StrategyName::Strict, &self.policy, None)
     }
 }
+
+impl WriteStrategy for Strict {}
 
 #[cfg(test)]
 mod tests {

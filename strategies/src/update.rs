@@ -1,9 +1,7 @@
 use concord_featuregates::{ConflictPolicy, StrategyName};
 
 use crate::WriteStrategy;
-use crate::plan::{Plan, Read};
-use crate::request::Request;
-use crate::write_loop::OnConflict;
+use crate::plan::Plan;
 
 /// `update`: a `PUT` of the whole mutated object carrying its
 /// `resourceVersion` (and uid, which the server checks as a precondition).
@@ -47,15 +45,10 @@ impl Update {
     }
 }
 
-impl WriteStrategy for Update {
+impl crate::strategy::sealed::Sealed for Update {
     fn plan(&self) -> Plan<'_> {
-        let verbs = &["get", "update"];
-        Plan::new(
-            StrategyName::Update,
-            verbs,
-            Request::Put,
-            OnConflict::Reread(&self.policy),
-        )
-        .reading(Read::WhenIncomplete, None)
+        Plan::of(StrategyName::Update, &self.policy, None)
     }
 }
+
+impl WriteStrategy for Update {}

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use crate::fresh::is_newer;
 use crate::observed::meta;
-use crate::plan::{How, Plan, Read};
+use concord_featuregates::Reads;
+
+use crate::plan::{How, Plan};
 use crate::request::{Body, Request};
 use crate::retry::delay;
 use crate::session::{Answer, Sent, Session};
@@ -374,13 +376,13 @@ pub(crate) async fn run(
         // `locked` also holds the object's turn from its read to its
         // request, so no other write of this process lands in between.
         let _turn = match read {
-            Read::Always => Some(turns::take(session.key.clone(), &target.turns).await),
+            Reads::Always => Some(turns::take(session.key.clone(), &target.turns).await),
             _ => None,
         };
         let reads = match read {
-            Read::Never => false,
-            Read::WhenIncomplete => !observed.is_complete(),
-            Read::Always => true,
+            Reads::Never => false,
+            Reads::WhenIncomplete => !observed.is_complete(),
+            Reads::Always => true,
         };
         if !reads {
             let current = observed.into_json();
@@ -399,7 +401,8 @@ pub(crate) async fn run(
             });
         }
         let version = |object| meta(object, "resourceVersion");
-        if requeues && read == Read::WhenIncomplete && version(&fresh) != version(observed.json()) {
+        if requeues && read == Reads::WhenIncomplete && version(&fresh) != version(observed.json())
+        {
             session.outcome.conflicts += 1;
             return Err(Error::Conflict {
                 object: session.key.clone(),

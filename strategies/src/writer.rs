@@ -118,7 +118,7 @@ where
         let json = to_json(&self.target, observed)?;
         let complete = TypeId::of::<K>() == TypeId::of::<DynamicObject>()
             || (is_k8s_openapi_type::<K>()
-                && (!self.strategy.verbs().contains(&"update")
+                && (!self.strategy.description().request.sends_whole_object()
                     || self.builtins_complete.get(&self.target.client).await));
         let observed = if complete {
             Observed::complete(json)

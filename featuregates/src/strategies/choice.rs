@@ -40,7 +40,7 @@ impl StrategyChoice {
 
     /// The choice as a YAML flow value that the loader reads back.
     pub(crate) fn to_yaml(self) -> String {
-        if !self.strategy.takes_conflict_policy() {
+        if !self.strategy.description().takes_conflict_policy() {
             return self.strategy.to_string();
         }
         match self.on_conflict {
@@ -62,7 +62,7 @@ impl StrategyChoice {
 
 impl fmt::Display for StrategyChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.strategy.takes_conflict_policy() {
+        if !self.strategy.description().takes_conflict_policy() {
             return write!(f, "{}", self.strategy);
         }
         match self.on_conflict {

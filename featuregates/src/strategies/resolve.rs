@@ -85,7 +85,7 @@ fn row(
         )
     });
     for (operation, (choice, reason)) in Operation::ALL.into_iter().zip(&cells) {
-        if !choice.strategy.serves(operation) {
+        if !choice.strategy.description().serves(operation) {
             let problem = Problem::UnservableOperation {
                 strategy: choice.strategy,
                 operation,

@@ -206,7 +206,7 @@ impl Parser<'_> {
             } => [*enabled, *disabled],
         };
         for choice in choices.into_iter().flatten() {
-            if !choice.strategy.serves(operation) {
+            if !choice.strategy.description().serves(operation) {
                 let problem = Problem::UnservableOperation {
                     strategy: choice.strategy,
                     operation,
@@ -355,7 +355,7 @@ impl Parser<'_> {
             return None;
         };
         let has_policy = dict.contains_key("onConflict") || dict.contains_key("retry");
-        if has_policy && !strategy.takes_conflict_policy() {
+        if has_policy && !strategy.description().takes_conflict_policy() {
             self.problems
                 .push(Problem::UnexpectedConflictPolicy { strategy, origin });
             return None;

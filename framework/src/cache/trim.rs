@@ -21,7 +21,7 @@
 //! with an `apply` cell other than `apply-owned` (which sends a whole child
 //! and reads nothing of the stored one).
 
-use concord_featuregates::{Operation, ResourceStrategies, StrategyName};
+use concord_featuregates::{Operation, RequestShape, ResourceStrategies};
 use kube::Resource;
 
 /// The annotation `kubectl apply` stores the last applied configuration in.
@@ -99,7 +99,7 @@ impl CacheTrim {
         // object and `delete` no body: none reads the stored fields, so
         // only `apply` of an intent reads managedFields and only `update`
         // of a change sends last-applied back.
-        let any = |name: StrategyName| {
+        let any = |reads: fn(RequestShape) -> bool| {
             Operation::ALL
                 .iter()
                 .filter(|op| {
@@ -108,11 +108,12 @@ impl CacheTrim {
                         Operation::ApplyOwned | Operation::Create | Operation::Delete
                     )
                 })
-                .any(|op| row.strategy(*op) == name)
+                .any(|op| reads(row.strategy(*op).description().request))
         };
         CacheTrim {
-            managed_fields: self.managed_fields && !any(StrategyName::Apply),
-            last_applied: self.last_applied && !any(StrategyName::Update),
+            managed_fields: self.managed_fields
+                && !any(|shape| shape == RequestShape::ServerSideApply),
+            last_applied: self.last_applied && !any(RequestShape::sends_whole_object),
         }
     }
 

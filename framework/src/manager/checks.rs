@@ -1,7 +1,7 @@
 //! Start-up checks of combinations the flags and the strategy table make:
 //! those that cannot be safe are errors before anything connects.
 
-use concord_featuregates::{Config, Operation, StrategyName};
+use concord_featuregates::{Config, Operation, StrategyDescription};
 
 use crate::{Error, ManagerArgs};
 
@@ -29,7 +29,7 @@ pub(super) fn check_sharding(args: &ManagerArgs, config: &Config) -> Result<(), 
             args.shards
         )));
     }
-    let locked = cells(config, StrategyName::Locked);
+    let locked = cells(config, |d| d.locks);
     if !locked.is_empty() {
         return Err(Error::ShardingConfig(format!(
             "--shards={} and the `locked` strategy together: `locked` orders writes inside one process only, \
@@ -39,7 +39,7 @@ pub(super) fn check_sharding(args: &ManagerArgs, config: &Config) -> Result<(), 
             locked.join("; ")
         )));
     }
-    let lax = cells(config, StrategyName::Lax);
+    let lax = cells(config, |d| !d.request.has_precondition());
     if !lax.is_empty() {
         tracing::warn!(
             shards = %args.shards,
@@ -52,9 +52,9 @@ pub(super) fn check_sharding(args: &ManagerArgs, config: &Config) -> Result<(), 
     Ok(())
 }
 
-/// Every cell of the strategy table that chose `strategy`, as
+/// Every cell of the strategy table whose strategy is `described`, as
 /// `resource/operation (reason)`.
-fn cells(config: &Config, strategy: StrategyName) -> Vec<String> {
+fn cells(config: &Config, described: fn(&StrategyDescription) -> bool) -> Vec<String> {
     let table = config.strategies();
     let mut found = Vec::new();
     for row in table
@@ -63,7 +63,7 @@ fn cells(config: &Config, strategy: StrategyName) -> Vec<String> {
         .chain(std::iter::once(table.default_row()))
     {
         for operation in Operation::ALL {
-            if row.strategies().strategy(operation) == strategy {
+            if described(&row.strategies().strategy(operation).description()) {
                 found.push(format!(
                     "{}/{operation} (from {})",
                     row.resource().unwrap_or("(default)"),
@@ -89,7 +89,7 @@ pub(super) fn warn_if_unsafe_for_replicas(config: &Config, leader_elect: bool) {
     {
         let strategies = row.strategies();
         for operation in Operation::ALL {
-            if strategies.strategy(operation) == StrategyName::Locked {
+            if strategies.strategy(operation).description().locks {
                 tracing::warn!(
                     resource = row.resource().unwrap_or("(default)"),
                     %operation,

@@ -9,7 +9,7 @@
 //! reach resources no controller is added for, and are resolved when they
 //! are first made.
 
-use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
+use concord_featuregates::{Operation, ResourceKey, StrategyTable};
 
 /// One thing worth saying about the table.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,7 +54,13 @@ pub(crate) fn findings(
         let row = table.row_for(resource);
         let operations: Vec<Operation> = Operation::ALL
             .into_iter()
-            .filter(|&op| row.strategies().strategy(op) == StrategyName::Lax)
+            .filter(|&op| {
+                !row.strategies()
+                    .strategy(op)
+                    .description()
+                    .request
+                    .has_precondition()
+            })
             .collect();
         if let Some(&first) = operations.first() {
             found.push(Finding::Lax {
