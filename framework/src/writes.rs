@@ -1,4 +1,5 @@
-use std::collections::BTreeMap;
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,7 +23,14 @@ use crate::own_writes::{Expect, OwnWrites};
 ///
 /// A write picks its cell by the mutation's [`Mutation::operation`] — an
 /// array index, no string work on the hot path.
+///
+/// Cloning one is a reference count: every clone shares the writers.
 pub struct ResourceWriter<K> {
+    resolved: Arc<Resolved<K>>,
+}
+
+/// What a [`ResourceWriter`] shares between its clones.
+struct Resolved<K> {
     cells: [Writer<K>; Operation::ALL.len()],
     /// What the manager remembers of its writes, and the resource's name
     /// in it (`plural.group`).
@@ -32,8 +40,7 @@ pub struct ResourceWriter<K> {
 impl<K> Clone for ResourceWriter<K> {
     fn clone(&self) -> Self {
         ResourceWriter {
-            cells: self.cells.clone(),
-            own: self.own.clone(),
+            resolved: self.resolved.clone(),
         }
     }
 }
@@ -41,7 +48,7 @@ impl<K> Clone for ResourceWriter<K> {
 impl<K> Debug for ResourceWriter<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResourceWriter")
-            .field("cells", &self.cells)
+            .field("cells", &self.resolved.cells)
             .finish()
     }
 }
@@ -57,7 +64,7 @@ where
     ///
     /// Whatever the strategy reports: see [`concord_strategies::Error`].
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, WriteError> {
-        let written = self.cells[mutation.operation().index()]
+        let written = self.resolved.cells[mutation.operation().index()]
             .write(observed, mutation)
             .await?;
         self.remember(observed, written.object.as_ref());
@@ -67,7 +74,7 @@ where
     /// Records what a write left of `observed`'s object: `stored`, or that
     /// it is gone.
     fn remember(&self, observed: &K, stored: Option<&K>) {
-        let Some((own, caches, resource)) = &self.own else {
+        let Some((own, caches, resource)) = &self.resolved.own else {
             return;
         };
         let key = (resource.clone(), observed.meta().namespace.clone(), {
@@ -95,7 +102,9 @@ where
     ///
     /// As [`Writer::create`](concord_strategies::Writer::create).
     pub async fn create(&self, object: &K) -> Result<Written<K>, WriteError> {
-        let written = self.cells[Operation::Create.index()].create(object).await?;
+        let written = self.resolved.cells[Operation::Create.index()]
+            .create(object)
+            .await?;
         if let Some(stored) = &written.object {
             self.remember(stored, Some(stored));
         }
@@ -110,7 +119,7 @@ where
     ///
     /// As [`Writer::delete`](concord_strategies::Writer::delete).
     pub async fn delete(&self, observed: &K) -> Result<Written<K>, WriteError> {
-        let written = self.cells[Operation::Delete.index()]
+        let written = self.resolved.cells[Operation::Delete.index()]
             .delete(observed)
             .await?;
         self.remember(observed, written.object.as_ref());
@@ -119,7 +128,7 @@ where
 
     /// The strategy configured for `operation`.
     pub fn strategy(&self, operation: Operation) -> StrategyName {
-        self.cells[operation.index()].strategy().name()
+        self.resolved.cells[operation.index()].strategy().name()
     }
 }
 
@@ -138,6 +147,9 @@ pub(crate) struct WriteRegistry {
     turns: WriteTurns,
     /// The resources writers were built for, in the order first asked.
     resources: Mutex<Vec<ResourceKey>>,
+    /// Every writer built, by Rust type and resource: a resource's writers
+    /// are resolved from the table once and shared by every later call.
+    built: Mutex<HashMap<(TypeId, ApiResource), Box<dyn Any + Send + Sync>>>,
     /// What this manager wrote, until its caches show it.
     own: Arc<OwnWrites>,
 }
@@ -161,6 +173,7 @@ impl WriteRegistry {
             fresh_wait: DEFAULT_FRESH_WAIT,
             turns: WriteTurns::default(),
             resources: Mutex::default(),
+            built: Mutex::default(),
             own: Arc::default(),
         }
     }
@@ -186,7 +199,28 @@ impl WriteRegistry {
         K: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,
     {
         let resource = ApiResource::erase::<K>(dyntype);
-        let key = resource_key(&resource);
+        let id = (TypeId::of::<K>(), resource);
+        let mut built = self
+            .built
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(writer) = built
+            .get(&id)
+            .and_then(|w| w.downcast_ref::<ResourceWriter<K>>())
+        {
+            return writer.clone();
+        }
+        let writer = self.resolve::<K>(&id.1);
+        built.insert(id, Box::new(writer.clone()));
+        writer
+    }
+
+    /// The writers of `resource`, one per operation, from the table.
+    fn resolve<K>(&self, resource: &ApiResource) -> ResourceWriter<K>
+    where
+        K: Resource + Clone + Serialize + DeserializeOwned + Debug + 'static,
+    {
+        let key = resource_key(resource);
         let row = self.table.for_resource(&key);
         {
             let mut resources = self
@@ -212,8 +246,10 @@ impl WriteRegistry {
             Writer::from_target(target, strategy_for(choice.strategy, choice.on_conflict))
         });
         ResourceWriter {
-            cells,
-            own: Some((self.own.clone(), self.caches.clone(), label)),
+            resolved: Arc::new(Resolved {
+                cells,
+                own: Some((self.own.clone(), self.caches.clone(), label)),
+            }),
         }
     }
 

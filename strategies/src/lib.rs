@@ -77,8 +77,9 @@ mod writer;
 
 #[doc(inline)]
 pub use apply::Apply;
+// A fault-injection hook for concord's own tests: kept off the API docs.
 #[cfg(feature = "testing")]
-#[doc(inline)]
+#[doc(hidden)]
 pub use before_write::BeforeWrite;
 #[doc(inline)]
 pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};

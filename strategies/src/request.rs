@@ -201,20 +201,13 @@ impl Body {
     /// list, a JSON patch's `add` or `replace` of a list): each entry goes
     /// as the copy held it, fields it lacks included.
     pub(crate) fn sets_a_list_whole(&self) -> bool {
-        fn has_list(value: &Value) -> bool {
-            match value {
-                Value::Array(entries) => entries.iter().any(Value::is_object),
-                Value::Object(map) => map.values().any(has_list),
-                _ => false,
-            }
-        }
         match self {
-            Body::Merge(patch) => has_list(patch),
+            Body::Merge(patch) => replaces_object_list(patch),
             Body::Json(ops) => ops.as_array().is_some_and(|ops| {
                 ops.iter().any(|op| {
                     matches!(op["op"].as_str(), Some("add" | "replace"))
                         && !op["path"].as_str().is_some_and(|p| p.ends_with("/-"))
-                        && has_list(&op["value"])
+                        && replaces_object_list(&op["value"])
                 })
             }),
             Body::Strategic(_)

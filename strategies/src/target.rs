@@ -131,8 +131,9 @@ impl Target {
 
     /// Call `hook` after a write body is computed and before it is sent.
     /// Meant for tests that need a competing write at exactly that point;
-    /// only with the `testing` feature.
+    /// only with the `testing` feature, and kept off the API docs.
     #[cfg(feature = "testing")]
+    #[doc(hidden)]
     #[must_use]
     pub fn with_before_write(mut self, hook: Arc<dyn BeforeWrite>) -> Self {
         self.before_write = Some(hook);
