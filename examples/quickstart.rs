@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use concord::{
-    Action, Built, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, finalizer, finalizer::Lifecycle,
+    manager::Built,
 };
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::ResourceExt;
@@ -38,7 +39,7 @@ struct PodLabeller;
 
 #[concord::async_trait]
 impl Reconciler<Pod> for PodLabeller {
-    type Error = concord::FinalizerError<WriteError>;
+    type Error = concord::finalizer::FinalizerError<WriteError>;
 
     async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, Self::Error> {
         finalizer(ctx, FINALIZER, pod, |event| async move {

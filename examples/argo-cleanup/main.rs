@@ -23,7 +23,7 @@
 //! ```
 
 use clap::Parser;
-use concord::{Built, FeatureRegistry, Manager};
+use concord::{Manager, featuregates::FeatureRegistry, manager::Built};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
 use concord_examples::pod_phase::PodPhase;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};

@@ -31,7 +31,7 @@
 //! ```
 
 use clap::Parser;
-use concord::{Built, FeatureRegistry, Manager};
+use concord::{Manager, featuregates::FeatureRegistry, manager::Built};
 use concord_examples::widgets::{self, Widget};
 use concord_examples::widgets_demo::{demo, install_crd};
 use concord_examples::widgets_webhooks;

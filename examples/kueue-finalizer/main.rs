@@ -22,7 +22,7 @@
 //! ```
 
 use clap::Parser;
-use concord::{Built, Manager, Operation};
+use concord::{Manager, featuregates::Operation, manager::Built};
 use concord_examples::kueue::{self, PodPhase};
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, load_config};
 use kube::Api;

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use clap::Parser;
-use concord::{Built, Manager};
+use concord::{Manager, manager::Built};
 use concord_examples::mirror::{self, FROM_LABEL, Mirror, MirrorSpec};
 use concord_examples::widgets_demo::apply_crd;
 use concord_examples::{ExampleArgs, client_of, demo_connection, ensure_namespace, wait_until};

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardHandle,
-    ShardingMode, ShutdownHandle, WriteError,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, manager::LeaderElectionConfig,
+    manager::ShutdownHandle, sharding::ShardHandle, sharding::ShardingMode,
 };
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;

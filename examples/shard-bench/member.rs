@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, Result};
 use concord::{
-    Action, CacheLayout, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler,
-    ShardHandle, WriteError,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, cache::CacheLayout,
+    manager::LeaderElectionConfig, sharding::ShardHandle,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use concord::CacheLayout;
+use concord::cache::CacheLayout;
 
 use crate::member::wall_ns;
 

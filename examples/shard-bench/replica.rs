@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, WriteError,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, manager::LeaderElectionConfig,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
-use concord::{LeaderElectionConfig, Manager, ManagerArgs, ShutdownHandle};
+use concord::{Manager, ManagerArgs, manager::LeaderElectionConfig, manager::ShutdownHandle};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
@@ -47,8 +47,8 @@ struct Replica {
     index: usize,
     run: JoinHandle<Result<(), concord::Error>>,
     stop: ShutdownHandle,
-    store: Option<concord::Store<ConfigMap>>,
-    metrics: std::sync::Arc<concord::Metrics>,
+    store: Option<concord::cache::Store<ConfigMap>>,
+    metrics: std::sync::Arc<concord::metrics::Metrics>,
 }
 
 /// One crash's times, from the crash.

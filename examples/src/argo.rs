@@ -8,7 +8,8 @@ use std::time::Duration;
 use concord::featuregates::StrategyTable;
 use concord::strategies::{ConflictPolicy, Writer, strategy_for};
 use concord::{
-    Action, Context, Intent, Mutation, Operation, Permissions, Reconciler, StrategyName, WriteError,
+    Action, Context, Intent, Mutation, Reconciler, WriteError, featuregates::Operation,
+    featuregates::StrategyName, rbac::Permissions,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use concord::featuregates::Config;
-use concord::{FeatureRegistry, ManagerArgs, Permissions};
+use concord::{ManagerArgs, featuregates::FeatureRegistry, rbac::Permissions};
 use kube::Client;
 
 /// `--kubeconfig`'s help in the example operators: the demo mode and

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use cargo_concord::deploy::{Bundle, Webhook};
 use concord::featuregates::StrategyTable;
-use concord::{FeatureRegistry, ManagerArgs, Permissions};
+use concord::{ManagerArgs, featuregates::FeatureRegistry, rbac::Permissions};
 
 use crate::{argo, kueue, load_config, widgets, widgets_webhooks};
 

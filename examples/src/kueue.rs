@@ -8,8 +8,10 @@ use std::time::Duration;
 use concord::featuregates::{RegistryError, StageChange, StrategyTable};
 use concord::strategies::{ConflictPolicy, Writer, strategy_for};
 use concord::{
-    Action, Context, EventType, Feature, FeatureRegistry, FeatureSpec, FinalizerError, Intent,
-    Lifecycle, Operation, Permissions, Reconciler, Stage, StrategyName, WriteError, finalizer,
+    Action, Context, EventType, Intent, Reconciler, WriteError, featuregates::Feature,
+    featuregates::FeatureRegistry, featuregates::FeatureSpec, featuregates::Operation,
+    featuregates::Stage, featuregates::StrategyName, finalizer, finalizer::FinalizerError,
+    finalizer::Lifecycle, rbac::Permissions,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

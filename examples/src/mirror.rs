@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use concord::{
-    Action, CacheError, Condition, Context, FinalizerError, Lifecycle, Manager, Predicate,
-    Reconciler, WriteError, finalizer,
+    Action, Condition, Context, Manager, Predicate, Reconciler, WriteError, cache::CacheError,
+    finalizer, finalizer::FinalizerError, finalizer::Lifecycle,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta};

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use concord::featuregates::StrategyTable;
 use concord::{
-    Action, Condition, Context, EventType, FinalizerError, Intent, Lifecycle, Mutation, Operation,
-    Permissions, Reconciler, WriteError, finalizer,
+    Action, Condition, Context, EventType, Intent, Mutation, Reconciler, WriteError,
+    featuregates::Operation, finalizer, finalizer::FinalizerError, finalizer::Lifecycle,
+    rbac::Permissions,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta};

@@ -76,7 +76,7 @@ pub(crate) struct Args {
     contenders: Vec<Contender>,
     /// Reconciles at once, for every contender (concord's default; the
     /// peer's `MaxConcurrentReconciles`).
-    #[arg(long, default_value_t = concord::DEFAULT_CONCURRENCY)]
+    #[arg(long, default_value_t = concord::manager::DEFAULT_CONCURRENCY)]
     concurrency: u16,
     /// The longest one phase may take to settle, in seconds; a phase that
     /// does not is reported and ends its contender's turn.

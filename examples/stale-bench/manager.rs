@@ -26,7 +26,7 @@ enum Failed {
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]
-    Cache(#[from] concord::CacheError),
+    Cache(#[from] concord::cache::CacheError),
 }
 
 // ANCHOR: reconciler
@@ -84,8 +84,8 @@ impl Reconciler<ConfigMap> for Replicas {
 /// A concord contender running on one namespace.
 pub(crate) struct Running {
     reconciles: Arc<AtomicU64>,
-    metrics: Arc<concord::Metrics>,
-    stop: concord::ShutdownHandle,
+    metrics: Arc<concord::metrics::Metrics>,
+    stop: concord::manager::ShutdownHandle,
     task: tokio::task::JoinHandle<Result<(), concord::Error>>,
 }
 

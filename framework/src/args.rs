@@ -69,12 +69,12 @@ pub struct ManagerArgs {
     /// written) or `auto` (`selector` where the server serves it, else
     /// `label`); `off` (default) runs every object here.
     #[arg(long = "shards", value_enum, default_value = "off")]
-    pub shards: crate::ShardingMode,
+    pub shards: crate::sharding::ShardingMode,
     /// In `selector` mode, what the API server hashes to place an object:
     /// `uid` (default; objects spread evenly) or `namespace` (a
     /// namespace's objects stay on one replica).
     #[arg(long = "shard-by", value_enum, default_value = "uid")]
-    pub shard_by: crate::ShardKey,
+    pub shard_by: crate::sharding::ShardKey,
     /// Name of the shard ring; defaults to `--leader-election-id`. Replicas
     /// share a ring only when its name, the manager, `--shards` and the
     /// objects their controllers watch are all the same, so two deployments
@@ -119,7 +119,7 @@ impl ManagerArgs {
     }
 
     /// Whether `--explain` or `--explain-yaml` was given:
-    /// [`ManagerBuilder::build_or_explain`](crate::ManagerBuilder::build_or_explain)
+    /// [`ManagerBuilder::build_or_explain`](crate::manager::ManagerBuilder::build_or_explain)
     /// will return the configuration to print instead of a manager, so there
     /// is no need to connect first.
     pub fn wants_explain(&self) -> bool {
@@ -129,7 +129,7 @@ impl ManagerArgs {
     /// Loads the configuration these flags name — defaults, the `--config`
     /// YAML file, environment variables, then `--feature-gates` — with
     /// concord's own gates registered beside the author's in `registry`, and
-    /// resolves the strategy table. [`ManagerBuilder::build`](crate::ManagerBuilder::build)
+    /// resolves the strategy table. [`ManagerBuilder::build`](crate::manager::ManagerBuilder::build)
     /// does this first; call it directly to inspect the result without
     /// connecting (for example to derive RBAC rules).
     ///
@@ -189,7 +189,11 @@ impl ManagerArgs {
     /// Sets `--shards` and the namespace of the membership Leases
     /// (`--leader-election-namespace`).
     #[must_use]
-    pub fn with_shards(mut self, mode: crate::ShardingMode, namespace: impl Into<String>) -> Self {
+    pub fn with_shards(
+        mut self,
+        mode: crate::sharding::ShardingMode,
+        namespace: impl Into<String>,
+    ) -> Self {
         self.shards = mode;
         self.leader_election_namespace = Some(namespace.into());
         self
@@ -197,7 +201,7 @@ impl ManagerArgs {
 
     /// Sets `--shard-by`.
     #[must_use]
-    pub fn with_shard_by(mut self, key: crate::ShardKey) -> Self {
+    pub fn with_shard_by(mut self, key: crate::sharding::ShardKey) -> Self {
         self.shard_by = key;
         self
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use concord::Backoff;
+/// use concord::manager::Backoff;
 /// let backoff = Backoff::exponential(Duration::from_millis(100), Duration::from_secs(60))
 ///     .with_jitter(0.1);
 /// assert!(backoff.delay(3) >= Duration::from_millis(400));

@@ -1,3 +1,6 @@
+//! A client for the manager: counts the requests it sends and waits out
+//! the API server's throttling (`429` with `Retry-After`).
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll};

@@ -1,3 +1,6 @@
+//! What a reconcile gets: the [`Context`], and [`owner_reference`] for the
+//! children it creates.
+
 use std::any::{Any, TypeId};
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -12,7 +15,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::writes::WriteRegistry;
-use crate::{AnyObject, CacheError, CacheReader, Object, ResourceWriter, Store};
+use crate::{
+    Object, cache::CacheError, cache::CacheReader, cache::Store, object::AnyObject,
+    writes::ResourceWriter,
+};
 
 /// What a reconciler gets besides the object: a client, the feature gates,
 /// and writers whose strategy the configuration chose.
@@ -130,7 +136,7 @@ where
     }
 
     /// A read handle to every shared cache of the manager: the store of
-    /// any kind a controller, a [`watches`](crate::ControllerBuilder::watches)
+    /// any kind a controller, a [`watches`](crate::manager::ControllerBuilder::watches)
     /// or [`Manager::cache`](crate::Manager::cache) keeps, with its indexes.
     pub fn caches(&self) -> CacheReader {
         CacheReader::new(self.registry.caches().clone())
@@ -142,7 +148,7 @@ where
     /// ([`Store::list`]), and lookups of its indexes ([`Store::indexed`]).
     ///
     /// ```no_run
-    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::Pod>) -> Result<(), concord::CacheError> {
+    /// # async fn demo(ctx: &concord::Context<k8s_openapi::api::core::v1::Pod>) -> Result<(), concord::cache::CacheError> {
     /// use k8s_openapi::api::core::v1::ConfigMap;
     /// let maps = ctx.cache::<ConfigMap>()?;
     /// let settings = maps.named(Some("default"), "settings");

@@ -14,7 +14,7 @@ use crate::cache::{Fairness, SharedCache, Slots};
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
-use crate::{AnyObject, Context, Predicate, Reconciler, Store};
+use crate::{Context, Predicate, Reconciler, cache::Store, object::AnyObject};
 
 /// Reconciles one controller runs at once unless its builder's
 /// `with_concurrency(n)` says otherwise (0 for no limit). kube-runtime's default is no limit, under which an
@@ -25,7 +25,7 @@ use crate::{AnyObject, Context, Predicate, Reconciler, Store};
 pub const DEFAULT_CONCURRENCY: u16 = 16;
 
 /// Per-object counts of consecutive failures, from which the error policy
-/// (by default the controller's [`Backoff`](crate::Backoff)) chooses each
+/// (by default the controller's [`Backoff`](crate::backoff::Backoff)) chooses each
 /// requeue; a success resets an object's count.
 ///
 /// An object deleted while it was failing is never reconciled again, so
@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(attempts.failed(key("b")), 1);
         attempts.succeeded(&key("a"));
         assert_eq!(attempts.failed(key("a")), 1);
-        let backoff = crate::Backoff::default();
+        let backoff = crate::backoff::Backoff::default();
         for _ in 0..40 {
             attempts.failed(key("c"));
         }

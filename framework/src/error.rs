@@ -70,8 +70,8 @@ pub enum Error {
     /// A configuration file named on the command line does not exist.
     #[error("config file {0} does not exist")]
     MissingConfigFile(PathBuf),
-    /// `--explain` was given to [`ManagerBuilder::build`](crate::ManagerBuilder::build),
-    /// which cannot print; [`ManagerBuilder::build_or_explain`](crate::ManagerBuilder::build_or_explain)
+    /// `--explain` was given to [`ManagerBuilder::build`](crate::manager::ManagerBuilder::build),
+    /// which cannot print; [`ManagerBuilder::build_or_explain`](crate::manager::ManagerBuilder::build_or_explain)
     /// returns the explanation for the binary to print.
     #[error(
         "--explain was given: build the manager with `build_or_explain` and print the explanation it returns"
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn chain_names_every_cause_once() {
-        let error = crate::FinalizerError::Handler(Outer::Status(conflict()));
+        let error = crate::finalizer::FinalizerError::Handler(Outer::Status(conflict()));
         assert_eq!(
             chain(&error),
             "reconcile handler failed: writing the status of widget w failed: \
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_conflict_under_requeue_is_recognised_at_any_depth() {
-        let nested = crate::FinalizerError::Handler(Outer::Status(conflict()));
+        let nested = crate::finalizer::FinalizerError::Handler(Outer::Status(conflict()));
         assert!(is_conflict_requeue(&nested));
         let exhausted = concord_strategies::Error::ConflictRetriesExhausted {
             object: ObjectKey::new("widgets", Some("ns"), "w"),

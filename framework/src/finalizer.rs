@@ -1,3 +1,6 @@
+//! The add / clean up / remove finalizer lifecycle ([`finalizer()`]),
+//! each write through the strategy table.
+
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
@@ -5,7 +8,7 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
-use crate::{AnyObject, Context};
+use crate::{Context, object::AnyObject};
 
 /// What the finalizer lifecycle asks the author's handler to do.
 #[derive(Debug)]

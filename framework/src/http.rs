@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use crate::health::{self, Health, Line};
 use crate::secure::{Reviewer, Verdict};
 use crate::serve::{BodyError, Handshake, Limits, Respond, read_body};
-use crate::{Error, Metrics};
+use crate::{Error, metrics::Metrics};
 
 /// Parses a controller-runtime style bind address: `host:port`, `:port`
 /// (every interface) or `0` (disabled).

@@ -3,21 +3,36 @@
 //!
 //! # Contents
 //!
+//! What an author uses on day one is at the root:
+//!
 //! | item | what it is |
 //! | --- | --- |
 //! | [`Manager`] | loads configuration, connects, runs controllers, serves metrics and health, elects a leader, shuts down gracefully |
-//! | [`Reconciler`] | the author's logic for one resource type |
-//! | [`ControllerBuilder`] | a controller's label and field selectors, namespaces, [`Predicate`] and error policy ([`Backoff`]) |
-//! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, events, children |
-//! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
-//! | [`CacheTrim`] | what the shared watch caches leave out of each object (by default `managedFields` and the last-applied annotation) |
-//! | [`MemoryRelease`] | when the manager gives the allocator's free memory back to the system (glibc's `malloc_trim`, once reconciles stop) |
-//! | [`CacheLayout`] | how the shared watch caches hold objects: as compact JSON decoded on each read (the default) or typed (`decoded`) |
-//! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
 //! | [`ManagerArgs`] | controller-runtime style flags, to flatten into a clap parser |
-//! | [`ShardingMode`], [`ShardKey`], [`ShardHandle`] | objects divided among replicas over membership Leases (`--shards`, `--shard-by`) |
-//! | [`Permissions`] | the least RBAC rules an operator needs, derived from its strategy table |
+//! | [`Reconciler`] | the author's logic for one resource type |
+//! | [`Context`] | what a reconcile gets: intent-level writes through the configured strategy, cached reads, events, children |
+//! | [`Intent`], [`Mutation`], [`Condition`] | what a reconciler asks to change |
+//! | [`finalizer()`] | the add / clean up / remove finalizer lifecycle |
+//! | [`Predicate`] | which changes of an object wake its controller |
+//! | [`Object`] | what a resource type needs to be reconciled |
+//! | [`Action`], [`EventType`], [`Error`], [`WriteError`] | what a reconcile returns, and what can fail |
+//! | [`view!`] | declares a Rust type holding only the fields a controller reads a view of a resource, safe to write from under every strategy |
+//!
+//! The rest lives in named modules:
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`manager`] | the manager's and a controller's builders, error policy ([`Backoff`](manager::Backoff)), leader election |
+//! | [`cache`] | the shared watch caches: what they leave out ([`CacheTrim`](cache::CacheTrim)), how they hold objects ([`CacheLayout`](cache::CacheLayout)), reading them |
+//! | [`context`], [`writes`] | owner references; a resource type's writers |
+//! | [`finalizer`](mod@finalizer) | the finalizer lifecycle's events and errors |
+//! | [`metrics`], [`client`] | the metrics registry and its content types; the counting, throttle-aware client |
+//! | [`memory`] | when the manager gives free memory back to the system |
+//! | [`sharding`] | objects divided among replicas over membership Leases (`--shards`, `--shard-by`) |
+//! | [`rbac`] | the least RBAC rules an operator needs, derived from its strategy table |
+//! | [`object`] | the trait bounds of cached types |
 //! | [`webhook`] | validating, defaulting and conversion webhooks the manager serves over HTTPS |
+//! | [`testing`] | running a manager in a test |
 //! | [`featuregates`], [`strategies`] | the crates underneath, re-exported |
 //!
 //! # Guarantees
@@ -29,30 +44,30 @@
 
 mod args;
 mod backoff;
-mod cache;
-mod client;
-mod context;
+pub mod cache;
+pub mod client;
+pub mod context;
 mod controller;
 mod error;
-mod finalizer;
+pub mod finalizer;
 mod health;
 mod http;
 mod leader;
-mod manager;
-mod memory;
-mod metrics;
-mod object;
+pub mod manager;
+pub mod memory;
+pub mod metrics;
+pub mod object;
 mod own_writes;
 mod predicate;
-mod rbac;
+pub mod rbac;
 mod reconciler;
 mod secure;
 mod selector;
 mod serve;
-mod sharding;
+pub mod sharding;
 mod task;
 mod view;
-mod writes;
+pub mod writes;
 
 pub mod testing;
 pub mod webhook;
@@ -60,50 +75,24 @@ pub mod webhook;
 #[doc(inline)]
 pub use args::ManagerArgs;
 #[doc(inline)]
-pub use backoff::Backoff;
-#[doc(inline)]
-pub use cache::{
-    CacheError, CacheLayout, CacheReader, CacheTrim, LAST_APPLIED, Store, StoreStopped,
-};
-#[doc(inline)]
-pub use client::{ClientCounters, throttle_aware_client};
-#[doc(inline)]
-pub use context::{Context, owner_reference};
-#[doc(inline)]
-pub use controller::DEFAULT_CONCURRENCY;
+pub use context::Context;
 #[doc(inline)]
 pub use error::Error;
 #[doc(inline)]
-pub use finalizer::{FinalizerError, Lifecycle, finalizer};
+pub use finalizer::finalizer;
 #[doc(inline)]
-pub use leader::LeaderElectionConfig;
+pub use manager::Manager;
 #[doc(inline)]
-pub use manager::{Built, ControllerBuilder, Manager, ManagerBuilder, ShutdownHandle};
-#[doc(inline)]
-pub use memory::{MemoryRelease, release_free_memory};
-#[doc(inline)]
-pub use metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
-#[doc(inline)]
-pub use object::{AnyObject, Object};
+pub use object::Object;
 #[doc(inline)]
 pub use predicate::Predicate;
 #[doc(inline)]
-pub use rbac::{Permissions, metrics_reader, strategy_verbs};
-#[doc(inline)]
 pub use reconciler::Reconciler;
-#[doc(inline)]
-pub use sharding::{ShardHandle, ShardKey, ShardingMode};
-#[doc(inline)]
-pub use writes::ResourceWriter;
 
 pub use async_trait::async_trait;
 pub use concord_featuregates as featuregates;
-pub use concord_featuregates::{
-    Feature, FeatureGates, FeatureRegistry, FeatureSpec, Operation, Stage, StrategyName,
-};
 pub use concord_strategies as strategies;
-pub use concord_strategies::{Condition, Error as WriteError, Intent, Mutation, Outcome, Written};
+pub use concord_strategies::{Condition, Error as WriteError, Intent, Mutation};
 pub use kube;
 pub use kube::runtime::controller::Action;
 pub use kube::runtime::events::EventType;
-pub use prometheus_client;

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::Metrics;
+use crate::metrics::Metrics;
 
 /// When the manager gives the memory its allocator holds free back to the
 /// system.
@@ -25,7 +25,7 @@ use crate::Metrics;
 /// ```no_run
 /// # async fn demo() -> Result<(), concord::Error> {
 /// use std::time::Duration;
-/// use concord::{Manager, MemoryRelease};
+/// use concord::{Manager, memory::MemoryRelease};
 ///
 /// let manager = Manager::builder("my-operator")
 ///     .with_memory_release(MemoryRelease::WhenIdle {
@@ -71,7 +71,7 @@ impl Default for MemoryRelease {
 /// milliseconds for a heap of a hundred MiB.
 ///
 /// ```no_run
-/// if concord::release_free_memory() {
+/// if concord::memory::release_free_memory() {
 ///     println!("glibc released what it could");
 /// }
 /// ```

@@ -1,3 +1,6 @@
+//! What a resource type needs to be reconciled ([`Object`]) or cached
+//! ([`AnyObject`]).
+
 use std::fmt::Debug;
 use std::hash::Hash;
 

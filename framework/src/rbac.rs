@@ -1,3 +1,6 @@
+//! The least RBAC rules an operator needs, derived from its strategy
+//! table ([`Permissions`]).
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use concord_featuregates::{Operation, ResourceKey, StrategyName, StrategyTable};
@@ -28,7 +31,7 @@ use kube::core::{ApiResource, ObjectMeta};
 /// subresource; their re-reads go to the resource itself.
 ///
 /// ```
-/// use concord::Permissions;
+/// use concord::rbac::Permissions;
 /// use concord::featuregates::{ConfigLoader, FeatureRegistry, Operation};
 /// use k8s_openapi::api::core::v1::Pod;
 ///
@@ -191,12 +194,15 @@ impl<'a> Permissions<'a> {
     /// A replica that cannot list the Leases refuses to start
     /// ([`Error::ShardMembership`](crate::Error::ShardMembership)).
     #[must_use]
-    pub fn sharding(mut self, mode: crate::ShardingMode) -> Self {
+    pub fn sharding(mut self, mode: crate::sharding::ShardingMode) -> Self {
         if !mode.is_on() {
             return self;
         }
         // `auto` may fall back to labels; `selector` writes nothing.
-        if matches!(mode, crate::ShardingMode::Label | crate::ShardingMode::Auto) {
+        if matches!(
+            mode,
+            crate::sharding::ShardingMode::Label | crate::sharding::ShardingMode::Auto
+        ) {
             self.labels_watched = true;
             let watched: Vec<(String, String)> = self
                 .verbs
@@ -226,7 +232,7 @@ impl<'a> Permissions<'a> {
     }
 
     /// The manager makes its own webhook certificates
-    /// ([`ManagerBuilder::with_managed_webhook_certificates`](crate::ManagerBuilder::with_managed_webhook_certificates),
+    /// ([`ManagerBuilder::with_managed_webhook_certificates`](crate::manager::ManagerBuilder::with_managed_webhook_certificates),
     /// `--webhook-cert-managed`): on `secrets`, `get` and what the table's
     /// strategies for `create` and `other` send (the CA Secret, in the
     /// manager's namespace); on `admissionregistration.k8s.io`
@@ -337,7 +343,7 @@ impl<'a> Permissions<'a> {
 /// asks about.
 ///
 /// ```
-/// let role = concord::metrics_reader("demo-metrics-reader");
+/// let role = concord::rbac::metrics_reader("demo-metrics-reader");
 /// let rule = &role.rules.as_deref().unwrap_or_default()[0];
 /// assert_eq!(rule.non_resource_urls.as_deref(), Some(&["/metrics".to_owned()][..]));
 /// assert_eq!(rule.verbs, ["get"]);
@@ -471,7 +477,7 @@ mod tests {
 
     #[test]
     fn sharding_reads_the_ring_and_label_mode_labels_what_is_watched() {
-        use crate::ShardingMode;
+        use crate::sharding::ShardingMode;
         let config = config("strategies: {default: strict}");
         let off = Permissions::new(config.strategies())
             .watches::<ConfigMap>()

@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
-use crate::{Error, Manager, ShutdownHandle};
+use crate::{Error, Manager, manager::ShutdownHandle};
 
 /// A manager for a test on `client`: no signal handling, no flags read
 /// from the process's command line, metrics and probes off unless the
@@ -40,7 +40,7 @@ use crate::{Error, Manager, ShutdownHandle};
 ///
 /// # Errors
 ///
-/// As [`ManagerBuilder::build`](crate::ManagerBuilder::build).
+/// As [`ManagerBuilder::build`](crate::manager::ManagerBuilder::build).
 pub async fn manager(name: &str, client: Client) -> Result<Manager, Error> {
     Manager::builder(name)
         .with_client(client)

@@ -1,3 +1,6 @@
+//! A resource type's writers, one per operation, resolved from the
+//! strategy table ([`ResourceWriter`]).
+
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result, ensure};
 use clap::Parser;
 use concord::featuregates::FeatureSpec;
-use concord::{Built, FeatureRegistry, Manager, ManagerArgs};
+use concord::{Manager, ManagerArgs, featuregates::FeatureRegistry, manager::Built};
 use concord_featuregates::ConfigLoader;
 use concord_tests::workspace;
 

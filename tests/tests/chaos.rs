@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use concord::strategies::{ConflictPolicy, Writer, strategy_for};
-use concord::{FeatureRegistry, Intent, Manager, ManagerArgs, StrategyName};
+use concord::{
+    Intent, Manager, ManagerArgs, featuregates::FeatureRegistry, featuregates::StrategyName,
+};
 use concord_examples::invariants::{self, Violation};
 use concord_examples::widgets::{self, Widget, WidgetSpec};
 use concord_examples::{argo, kueue, wait_until};

@@ -37,7 +37,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
-use concord::{Action, Context, Manager, ManagerArgs, Operation, Reconciler, StrategyName};
+use concord::{
+    Action, Context, Manager, ManagerArgs, Reconciler, featuregates::Operation,
+    featuregates::StrategyName,
+};
 use concord_testenv::{TestEnv, TestNamespace};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use concord::featuregates::StrategyTable;
-use concord::{FeatureRegistry, ManagerArgs, Permissions};
+use concord::{ManagerArgs, featuregates::FeatureRegistry, rbac::Permissions};
 use concord_examples::{argo, kueue, load_config, widgets, widgets_webhooks};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::rbac::v1::Role;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::ensure;
-use concord::{ClientCounters, throttle_aware_client};
+use concord::{client::ClientCounters, client::throttle_aware_client};
 use concord_strategies::{
     ConflictPolicy, Intent, StrategyName, WriteMetrics, Writer, strategy_for,
 };

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, ensure};
 use concord::strategies::{ConflictPolicy, Writer, strategy_for};
 use concord::{
-    Action, Context, Intent, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardingMode,
-    StrategyName,
+    Action, Context, Intent, Manager, ManagerArgs, Reconciler, featuregates::StrategyName,
+    manager::LeaderElectionConfig, sharding::ShardingMode,
 };
 use concord_examples::invariants::{self, Violation};
 use concord_examples::kueue::{self, PodPhase};

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use concord::featuregates::FeatureSpec;
-use concord::{FeatureRegistry, ManagerArgs};
+use concord::{ManagerArgs, featuregates::FeatureRegistry};
 use concord_tests::workspace;
 
 /// The sources of the published crates.

@@ -69,9 +69,10 @@ pub struct FrigateCondition {
 
 use std::sync::Arc;
 
+use concord::featuregates::Operation;
+use concord::finalizer::{FinalizerError, Lifecycle};
 use concord::{
-    Action, Condition, Context, FinalizerError, Intent, Lifecycle, Manager, Mutation, Operation,
-    Reconciler, WriteError, finalizer,
+    Action, Condition, Context, Intent, Manager, Mutation, Reconciler, WriteError, finalizer,
 };
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -98,7 +99,7 @@ pub const WRITES: &[Operation] = &[
 /// `concord::view!` struct with `metadata` and the few fields it reads
 /// otherwise (the Kueue example's `PodPhase`). Every strategy writes
 /// exactly from each of them. Whichever it is, the cache holds it as
-/// compact JSON and decodes a copy per reconcile (`concord::CacheLayout`,
+/// compact JSON and decodes a copy per reconcile (`concord::cache::CacheLayout`,
 /// the default); `with_cache_layout(CacheLayout::Decoded)` on the manager
 /// builder keeps typed copies, for a reconciler that scans the store.
 #[derive(Debug, Default)]

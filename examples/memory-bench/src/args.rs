@@ -51,7 +51,7 @@ pub struct Args {
     /// default) or `decoded` (typed objects). controller-runtime has no
     /// such choice and keeps its cache as `--cache` says.
     #[arg(long, value_enum, default_value_t)]
-    pub layout: concord::CacheLayout,
+    pub layout: concord::cache::CacheLayout,
     /// What the concord operator allocates with, comma-separated: each
     /// choice runs in every round, in this order, before the
     /// controller-runtime operator; warm-up rounds and the burst run the

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use concord::{
-    Action, CacheLayout, Context, Manager, ManagerArgs, MemoryRelease, Metrics, Object, Reconciler,
-    WriteError,
+    Action, Context, Manager, ManagerArgs, Object, Reconciler, WriteError, cache::CacheLayout,
+    memory::MemoryRelease, metrics::Metrics,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;

@@ -85,7 +85,7 @@ pub struct Report {
     /// The concord operator's cache mode.
     pub cache: CacheMode,
     /// How the concord operator's cache held the objects.
-    pub layout: concord::CacheLayout,
+    pub layout: concord::cache::CacheLayout,
     /// What the concord operator allocated with, each in every round; the
     /// first is the one compared with controller-runtime.
     pub allocators: Vec<AllocatorChoice>,
@@ -314,8 +314,8 @@ pub fn table(report: &Report) -> String {
             report.warmup,
             report.cache.as_str(),
             match report.layout {
-                concord::CacheLayout::Decoded => "",
-                concord::CacheLayout::Compact => " in concord's compact layout",
+                concord::cache::CacheLayout::Decoded => "",
+                concord::cache::CacheLayout::Compact => " in concord's compact layout",
             },
             if report.cache.peer() == report.cache {
                 String::new()
@@ -329,7 +329,7 @@ pub fn table(report: &Report) -> String {
         out.push_str(&tables(&report.spreads, &figures, &report.ratios));
         let failed: u64 = report.runs.iter().map(|r| r.failed).sum();
         let _ = writeln!(out, "\nfailed writes over all rounds: {failed}");
-        if report.layout == concord::CacheLayout::Compact {
+        if report.layout == concord::cache::CacheLayout::Compact {
             let concord: Vec<&RunFigures> = report
                 .runs
                 .iter()

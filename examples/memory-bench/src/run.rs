@@ -39,7 +39,7 @@ pub(crate) struct Programs {
     pub(crate) peer: PathBuf,
     pub(crate) kubeconfig: PathBuf,
     /// How the concord operator's cache holds the objects.
-    pub(crate) layout: concord::CacheLayout,
+    pub(crate) layout: concord::cache::CacheLayout,
 }
 
 impl Programs {

@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub work_ms: u64,
     /// Reconciles at once, in every contender (concord's default).
-    #[arg(long, default_value_t = concord::DEFAULT_CONCURRENCY)]
+    #[arg(long, default_value_t = concord::manager::DEFAULT_CONCURRENCY)]
     pub concurrency: u16,
     /// The contenders, in the first round's order.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ContenderName::Concord, ContenderName::CrPriority, ContenderName::CrWorkqueue])]

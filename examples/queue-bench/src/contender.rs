@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
-use concord::{Action, Context, Manager, Reconciler, ShutdownHandle};
+use concord::{Action, Context, Manager, Reconciler, manager::ShutdownHandle};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::{Client, ResourceExt};

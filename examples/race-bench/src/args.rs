@@ -315,7 +315,7 @@ pub struct Args {
     /// `compact` (JSON decoded per read, concord's default; each manager
     /// round prints what decoding cost) or `decoded` (typed objects).
     #[arg(long, value_enum, default_value_t)]
-    pub cache_layout: concord::CacheLayout,
+    pub cache_layout: concord::cache::CacheLayout,
 }
 // ANCHOR_END: args
 

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use concord::{
-    Action, Context, Manager, ManagerArgs, Reconciler, StrategyName, WriteError, async_trait,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, async_trait,
+    featuregates::StrategyName,
 };
 use indicatif::ProgressBar;
 use k8s_openapi::api::core::v1::Pod;
@@ -186,7 +187,7 @@ pub(crate) struct Job<'a> {
     pub(crate) bar: ProgressBar,
     pub(crate) timeout: Duration,
     /// How the manager's cache holds the pods.
-    pub(crate) layout: concord::CacheLayout,
+    pub(crate) layout: concord::cache::CacheLayout,
     /// The contender's name, for the decoding line.
     pub(crate) name: &'a str,
     /// Whether the controller waits for its cache to show the manager's
@@ -289,7 +290,7 @@ pub(crate) async fn run(
         .lock()
         .map(|mut l| std::mem::take(&mut *l))
         .unwrap_or_default();
-    if layout == concord::CacheLayout::Compact
+    if layout == concord::cache::CacheLayout::Compact
         && let Some(store) = store
     {
         let (copies, decoding) = store.decoding();

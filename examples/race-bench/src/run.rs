@@ -458,7 +458,7 @@ async fn ours(
 /// The write phase of a contender running through a `Manager`.
 async fn through_manager(
     s: &Setting<'_>,
-    strategy: concord::StrategyName,
+    strategy: concord::featuregates::StrategyName,
     name: &str,
     read_your_writes: bool,
     ns: &str,

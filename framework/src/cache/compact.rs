@@ -31,17 +31,17 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
 use super::uid::PackedUid;
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// How a manager's shared caches hold their objects, set with
-/// [`ManagerBuilder::with_cache_layout`](crate::ManagerBuilder::with_cache_layout).
+/// [`ManagerBuilder::with_cache_layout`](crate::manager::ManagerBuilder::with_cache_layout).
 ///
 /// A benchmark or an operator may take it on its command line
 /// (`clap::ValueEnum`) or in a report (`serde`), as the words
 /// [`as_str`](CacheLayout::as_str) gives: `compact`, `decoded`.
 ///
 /// ```
-/// use concord::CacheLayout;
+/// use concord::cache::CacheLayout;
 /// assert_eq!(CacheLayout::default(), CacheLayout::Compact);
 /// assert_eq!(CacheLayout::Decoded.to_string(), "decoded");
 /// ```

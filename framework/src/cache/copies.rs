@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::projection::{Projection, WriterType};
 use super::{Caches, Objects, SharedCache};
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// A [`SharedCache`] with its type erased.
 pub(super) trait Lookup: Send + Sync {

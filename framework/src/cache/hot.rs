@@ -8,7 +8,7 @@ use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 
 use super::lock;
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// A controller's store of the typed objects it is reconciling, for
 /// kube-runtime's controller to look them up in.

@@ -65,7 +65,7 @@ use self::compact::{CompactObjects, CompactWriter};
 use self::hot::Hot;
 use self::queue::{Announcer, Lane, Lazy, queue_with};
 use self::watch::Writer;
-use crate::{AnyObject, Predicate};
+use crate::{Predicate, object::AnyObject};
 
 /// What [`SharedCache::listen`] calls with each object the watch applied
 /// or deleted (`true`: deleted).

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use kube::core::ApiResource;
 
 use super::{Caches, Store};
-use crate::{AnyObject, Object};
+use crate::{Object, object::AnyObject};
 
 /// Why a read of the shared caches failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CacheError {
     /// No cache holds this resource: no controller of it, no
-    /// [`watches`](crate::ControllerBuilder::watches) of it and no
+    /// [`watches`](crate::manager::ControllerBuilder::watches) of it and no
     /// [`Manager::cache`](crate::Manager::cache) for it. Nothing falls
     /// back to the API server: a read that would `GET` or `LIST` on every
     /// reconcile is a decision for the author, made with the client.
@@ -54,7 +54,7 @@ pub enum CacheError {
 /// request.
 ///
 /// ```no_run
-/// # fn demo(caches: &concord::CacheReader) -> Result<(), concord::CacheError> {
+/// # fn demo(caches: &concord::cache::CacheReader) -> Result<(), concord::cache::CacheError> {
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// let maps = caches.store::<ConfigMap>()?;
 /// for map in maps.list(Some("default"), Some("app=web"))? {

@@ -13,7 +13,7 @@ use kube::core::ApiResource;
 use super::copies::Lookup;
 use super::projection::{Projection, WriterType};
 use super::{CacheLayout, CacheTrim, Index, KeyFn, Selection, SharedCache, Store, lock, sizes};
-use crate::AnyObject;
+use crate::object::AnyObject;
 use crate::own_writes::{Seen, WriteKey};
 use crate::task::Task;
 

@@ -11,7 +11,7 @@ use kube::core::ApiResource;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// The events of `api`'s objects selected by `config`, watched through
 /// `client`.

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use super::compact::{CompactObjects, Key};
 use super::{CacheError, Indexes};
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// A shared cache's objects, in either layout.
 pub(crate) enum Objects<K: AnyObject> {
@@ -113,7 +113,7 @@ pub(crate) enum Synced {
 ///
 /// It reads as kube-runtime's [`Store`](kube::runtime::reflector::Store)
 /// does (`get`, `state`, `len`, `find`) in either
-/// [`CacheLayout`](crate::CacheLayout). In the decoded layout each read
+/// [`CacheLayout`](crate::cache::CacheLayout). In the decoded layout each read
 /// hands out the stored copy; in the compact one each read decodes a copy
 /// of its own (`state` and `find` decode every object they pass), and
 /// [`into_inner`](Self::into_inner), kube-runtime's store, is `None`.

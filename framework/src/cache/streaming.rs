@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::{Api, WatchEvent, WatchParams};
 
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// The annotation of the bookmark that ends a streaming list's initial
 /// events.

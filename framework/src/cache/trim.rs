@@ -29,7 +29,7 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 
 /// What the manager's shared caches drop from each object before storing
 /// it, set with
-/// [`ManagerBuilder::with_cache_trim`](crate::ManagerBuilder::with_cache_trim).
+/// [`ManagerBuilder::with_cache_trim`](crate::manager::ManagerBuilder::with_cache_trim).
 ///
 /// The default drops `metadata.managedFields` and the
 /// [`kubectl.kubernetes.io/last-applied-configuration`](LAST_APPLIED)
@@ -40,7 +40,7 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 /// either field themselves).
 ///
 /// ```
-/// use concord::CacheTrim;
+/// use concord::cache::CacheTrim;
 /// assert_ne!(CacheTrim::default(), CacheTrim::NONE);
 /// let keep_fields = CacheTrim::default().with_managed_fields(false);
 /// assert!(!keep_fields.drops_managed_fields());

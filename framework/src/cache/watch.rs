@@ -15,7 +15,7 @@ use tokio::sync::watch as signal;
 use super::compact::{CompactWriter, Key};
 use super::queue::Lane;
 use super::{SharedCache, Synced, lock, object_ref, streaming};
-use crate::AnyObject;
+use crate::object::AnyObject;
 use crate::task::Task;
 
 impl<K: AnyObject> SharedCache<K> {

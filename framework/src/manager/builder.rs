@@ -14,8 +14,8 @@ use crate::leader::LeaderElectionConfig;
 use crate::sharding::{self, Sharding};
 use crate::writes::WriteRegistry;
 use crate::{
-    CacheLayout, CacheTrim, ClientCounters, Error, ManagerArgs, MemoryRelease, Metrics,
-    throttle_aware_client,
+    Error, ManagerArgs, cache::CacheLayout, cache::CacheTrim, client::ClientCounters,
+    client::throttle_aware_client, memory::MemoryRelease, metrics::Metrics,
 };
 
 mod webhooks;
@@ -91,7 +91,7 @@ impl ManagerBuilder {
     /// Connects with this configuration instead of `--kubeconfig`,
     /// `$KUBECONFIG`, `~/.kube/config` or the in-cluster configuration,
     /// through a
-    /// [`throttle_aware_client`](crate::throttle_aware_client) whose
+    /// [`throttle_aware_client`](crate::client::throttle_aware_client) whose
     /// retried 429/503/504 answers show in the metrics.
     pub fn with_kube_config(mut self, config: kube::Config) -> Self {
         self.kube_config = Some(config);
@@ -147,7 +147,7 @@ impl ManagerBuilder {
     /// non-resource path, `/metrics` (a SubjectAccessReview; otherwise
     /// `403`). A request that cannot be reviewed is refused with `503`.
     /// The operator's identity needs `create` on `tokenreviews` and
-    /// `subjectaccessreviews` ([`Permissions::secure_metrics`](crate::Permissions::secure_metrics)).
+    /// `subjectaccessreviews` ([`Permissions::secure_metrics`](crate::rbac::Permissions::secure_metrics)).
     pub fn with_secure_metrics(mut self, cert_dir: Option<std::path::PathBuf>) -> Self {
         self.secure_metrics = Some(cert_dir);
         self
@@ -228,7 +228,7 @@ impl ManagerBuilder {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), concord::Error> {
-    /// use concord::{Built, Manager};
+    /// use concord::{manager::Built, Manager};
     /// let manager = match Manager::builder("demo").build_or_explain().await? {
     ///     Built::Manager(manager) => manager,
     ///     Built::Explained(text) => {

@@ -8,14 +8,14 @@ use kube::api::Api;
 use super::Manager;
 use crate::cache::{CacheReader, KeyFn, Selection, SharedCache};
 use crate::own_writes::Seen;
-use crate::{AnyObject, Error, Object, Store};
+use crate::{Error, Object, cache::Store, object::AnyObject};
 
 impl Manager {
     /// Keeps a shared cache of `C` as `api` lists and watches it (all
     /// namespaces or one), for cached reads of a kind no controller of
     /// this manager reconciles: [`Context::cache`](crate::Context::cache),
     /// [`CacheReader::store`] and the mappers of
-    /// [`watches`](crate::ControllerBuilder::watches) read it. A controller
+    /// [`watches`](crate::manager::ControllerBuilder::watches) read it. A controller
     /// of `C` with no selector, or another call for the same `api`,
     /// shares it: one watch, one store, one `/readyz` check
     /// (`cache:<resource>`).
@@ -32,7 +32,7 @@ impl Manager {
     /// # Caveats
     ///
     /// The cache holds every object `api` lists, trimmed as the manager's
-    /// [`CacheTrim`](crate::CacheTrim) says. In a sharded manager it is
+    /// [`CacheTrim`](crate::cache::CacheTrim) says. In a sharded manager it is
     /// not divided among replicas: each holds all of it.
     pub fn cache<C: Object>(&mut self, api: Api<C>) -> Store<C> {
         self.cache_with(api, ())

@@ -107,7 +107,7 @@ mod tests {
     use concord_featuregates::{ConfigLoader, FeatureRegistry, register_framework_gates};
 
     use super::*;
-    use crate::ShardingMode;
+    use crate::sharding::ShardingMode;
 
     fn config(yaml: &str) -> Config {
         let mut registry = FeatureRegistry::new();

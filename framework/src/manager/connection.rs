@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::{ClientCounters, Error, throttle_aware_client};
+use crate::{Error, client::ClientCounters, client::throttle_aware_client};
 
 pub(super) async fn connect(
     kubeconfig: Option<&std::path::Path>,

@@ -14,7 +14,7 @@ use super::{Customize, Manager, Parts};
 use crate::cache::{CacheReader, Selection};
 use crate::controller::Trigger;
 use crate::selector::{field_selector, is_namespace_name, label_selector};
-use crate::{AnyObject, Backoff, Error, Object, Predicate, Reconciler};
+use crate::{Error, Object, Predicate, Reconciler, backoff::Backoff, object::AnyObject};
 
 /// A controller being added to a [`Manager`] by [`Manager::controller`]:
 /// which objects it watches, which of their changes it queues, and how it
@@ -22,7 +22,7 @@ use crate::{AnyObject, Backoff, Error, Object, Predicate, Reconciler};
 ///
 /// ```no_run
 /// # use std::{sync::Arc, time::Duration};
-/// # use concord::{Action, Backoff, Context, Manager, Predicate, Reconciler};
+/// # use concord::{Action, manager::Backoff, Context, Manager, Predicate, Reconciler};
 /// # use k8s_openapi::api::core::v1::Pod;
 /// # struct Placer;
 /// # #[concord::async_trait]
@@ -154,7 +154,7 @@ impl Manager {
             predicate: None,
             backoff: None,
             policy: None,
-            concurrency: crate::DEFAULT_CONCURRENCY,
+            concurrency: crate::controller::DEFAULT_CONCURRENCY,
             triggers: Vec::new(),
             read_your_writes: true,
             skip_own_writes: false,
@@ -213,7 +213,7 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
     }
 
     /// Reconciles at most `n` objects at once (default
-    /// [`DEFAULT_CONCURRENCY`](crate::DEFAULT_CONCURRENCY); 0 for no
+    /// [`DEFAULT_CONCURRENCY`](crate::controller::DEFAULT_CONCURRENCY); 0 for no
     /// limit). The controller's queue hands out an object only for a free
     /// slot, new and changed objects first; see the book's "The queue".
     pub fn with_concurrency(mut self, n: u16) -> Self {

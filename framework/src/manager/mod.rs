@@ -1,5 +1,7 @@
-//! The [`Manager`]: its builder (`builder.rs`), how it connects
-//! (`connection.rs`) and its run loop (`run.rs`).
+//! The [`Manager`]: its builder ([`ManagerBuilder`], `builder.rs`), how it
+//! connects (`connection.rs`) and its run loop (`run.rs`); a controller's
+//! selection, predicate and error policy ([`ControllerBuilder`],
+//! [`Backoff`]); leader election ([`LeaderElectionConfig`]).
 
 use std::fmt::Debug;
 use std::net::SocketAddr;
@@ -17,11 +19,10 @@ use tokio::sync::watch;
 use crate::cache::Selection;
 use crate::controller::{Attempts, Policy, Shared, pending};
 use crate::health::Health;
-use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
 use crate::writes::WriteRegistry;
-use crate::{AnyObject, Context, ManagerArgs, Metrics, Object, Reconciler};
+use crate::{Context, ManagerArgs, Object, Reconciler, metrics::Metrics, object::AnyObject};
 
 mod builder;
 mod caches;
@@ -31,6 +32,12 @@ mod controller_builder;
 mod run;
 mod table_check;
 
+#[doc(inline)]
+pub use crate::backoff::Backoff;
+#[doc(inline)]
+pub use crate::controller::DEFAULT_CONCURRENCY;
+#[doc(inline)]
+pub use crate::leader::LeaderElectionConfig;
 pub use builder::{Built, ManagerBuilder};
 pub use controller_builder::ControllerBuilder;
 
@@ -42,7 +49,7 @@ pub(crate) struct Parts<K: AnyObject, E> {
     pub(crate) labels: Option<String>,
     pub(crate) fields: Option<String>,
     pub(crate) predicate: Option<crate::Predicate<K>>,
-    pub(crate) backoff: crate::Backoff,
+    pub(crate) backoff: crate::backoff::Backoff,
     pub(crate) policy: Option<Policy<K, E>>,
     /// Reconciles at once (0: no limit).
     pub(crate) concurrency: u16,
@@ -59,9 +66,9 @@ impl<K: AnyObject, E> Default for Parts<K, E> {
             labels: None,
             fields: None,
             predicate: None,
-            backoff: crate::Backoff::default(),
+            backoff: crate::backoff::Backoff::default(),
             policy: None,
-            concurrency: crate::DEFAULT_CONCURRENCY,
+            concurrency: crate::controller::DEFAULT_CONCURRENCY,
             triggers: Vec::new(),
             read_your_writes: true,
         }
@@ -116,9 +123,9 @@ pub struct Manager {
     signals: bool,
     grace: Duration,
     endpoints: crate::serve::Limits,
-    cache_trim: crate::CacheTrim,
-    cache_layout: crate::CacheLayout,
-    memory_release: crate::MemoryRelease,
+    cache_trim: crate::cache::CacheTrim,
+    cache_layout: crate::cache::CacheLayout,
+    memory_release: crate::memory::MemoryRelease,
     sharding: Option<Sharding>,
     webhook_server: Option<crate::webhook::WebhookServer>,
     /// With managed webhook certificates: what renews them.
@@ -242,7 +249,7 @@ impl Manager {
     /// `label` mode only its own shard's objects).
     ///
     /// The cache stores objects trimmed by the builder's
-    /// [`CacheTrim`](crate::CacheTrim) (by default without `managedFields`
+    /// [`CacheTrim`](crate::cache::CacheTrim) (by default without `managedFields`
     /// and the last-applied annotation, each kept where the resource's
     /// strategies read it). For a controller that reads only metadata, pass
     /// an `Api<PartialObjectMeta<K>>` (kube's metadata type): the watch and

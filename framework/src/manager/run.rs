@@ -88,10 +88,10 @@ impl Manager {
         let watchdog = self.health.watchdog.clone();
         let _watchdog = Running(vec![tokio::spawn(async move { watchdog.run().await })]);
         let _releasing = Running(match self.memory_release {
-            crate::MemoryRelease::WhenIdle { after } => vec![tokio::spawn(
+            crate::memory::MemoryRelease::WhenIdle { after } => vec![tokio::spawn(
                 crate::memory::release_when_idle(self.metrics.clone(), after),
             )],
-            crate::MemoryRelease::Off => Vec::new(),
+            crate::memory::MemoryRelease::Off => Vec::new(),
         });
         let (_health_running, health_stop) = tokio::sync::oneshot::channel::<()>();
         if let Some(listener) = self.health_listener.take() {

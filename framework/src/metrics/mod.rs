@@ -4,6 +4,9 @@
 mod reconciles;
 mod writes;
 
+#[doc(no_inline)]
+pub use prometheus_client;
+
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -13,7 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::ClientCounters;
+use crate::client::ClientCounters;
 
 pub(crate) use reconciles::{ReconcileCounters, ReconcileSeries};
 pub(crate) use writes::{WriteCollector, WriteSeries};
@@ -41,7 +44,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 ///
 /// ```no_run
 /// # async fn run(manager: concord::Manager) {
-/// use concord::prometheus_client::metrics::counter::Counter;
+/// use concord::metrics::prometheus_client::metrics::counter::Counter;
 ///
 /// let jobs: Counter = Counter::default();
 /// manager.metrics().register(|registry| {
@@ -141,7 +144,7 @@ impl Metrics {
     }
 
     /// Times the manager gave free memory back to the system
-    /// ([`MemoryRelease`](crate::MemoryRelease)), and the time that took:
+    /// ([`MemoryRelease`](crate::memory::MemoryRelease)), and the time that took:
     /// the `concord_memory_releases_total` and
     /// `concord_memory_release_seconds_total` counters.
     pub fn memory_releases(&self) -> (u64, std::time::Duration) {

@@ -17,7 +17,7 @@ use http::{Method, Request, Uri};
 use kube::Client;
 use kube::client::Body;
 
-use crate::LeaderElectionConfig;
+use crate::leader::LeaderElectionConfig;
 
 /// How long a write may take: the margin between the fence and the
 /// earliest expiry others can observe.

@@ -13,7 +13,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
 use super::gate::{InFlight, ShardGate};
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// Whether a reconcile may run on this replica.
 #[derive(Debug)]
@@ -126,7 +126,7 @@ pub(crate) fn attach<K: AnyObject>(
     seat: Option<&Seat>,
     api: &Api<K>,
     dyntype: &K::DynamicType,
-    store: crate::Store<K>,
+    store: crate::cache::Store<K>,
     controller: Controller<K>,
 ) -> Controller<K> {
     let Some(Seat { gate, seat }) = seat else {
@@ -167,7 +167,7 @@ pub(crate) fn attach<K: AnyObject>(
 
 /// The gate keys of every object in `store`: `namespace/name`, with the
 /// hash after it in `selector` mode.
-fn keys_of<K: AnyObject>(store: &crate::Store<K>, gate: &ShardGate) -> Vec<String> {
+fn keys_of<K: AnyObject>(store: &crate::cache::Store<K>, gate: &ShardGate) -> Vec<String> {
     if gate.placement.get().is_some() {
         // The uid is read from each object's JSON: this runs every retry
         // period, and decoding the whole cache each time cost a decoded

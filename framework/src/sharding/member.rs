@@ -21,7 +21,7 @@ use super::gate::{Peer, ShardGate};
 use super::names::{ACKED_ANNOTATION, CONFIG_ANNOTATION, MEMBER_LABEL, RING_LABEL, lease_name};
 use super::ring::View;
 use super::sightings::Sightings;
-use crate::{Error, LeaderElectionConfig};
+use crate::{Error, leader::LeaderElectionConfig};
 
 mod kinship;
 use kinship::Kinship;

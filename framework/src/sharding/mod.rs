@@ -1,12 +1,16 @@
 //! Scaling out: one manager's objects divided among its replicas.
 //!
 //! Each replica holds a membership Lease of its deployment's ring
-//! ([`config`]: the ring name, manager, mode and watched scope); every
+//! (`config.rs`: the ring name, manager, mode and watched scope); every
 //! object key maps to one live
-//! member by rendezvous hashing ([`ring`]); a key moves from one replica to
+//! member by rendezvous hashing (`ring.rs`); a key moves from one replica to
 //! another only after the old owner drained it and acknowledged the new
-//! view in its Lease ([`gate`], [`member`]). The book chapter *Scaling out*
+//! view in its Lease (`gate.rs`, `member.rs`). The book chapter *Scaling out*
 //! describes the protocol and its failure cases.
+//!
+//! An operator turns it on with `--shards` ([`ShardingMode`]) and
+//! `--shard-by` ([`ShardKey`]), and asks what its replica owns through
+//! [`ShardHandle`].
 
 mod config;
 mod deadline;
@@ -41,7 +45,7 @@ pub(crate) use selectors::{MARKER as SELECTOR_MARKER, Selectors, with_shard_sele
 pub(crate) use stats::ShardStats;
 
 use crate::leader::LeaderElector;
-use crate::{Error, LeaderElectionConfig};
+use crate::{Error, leader::LeaderElectionConfig};
 use config::RingConfig;
 use gate::ShardGate;
 use member::Membership;

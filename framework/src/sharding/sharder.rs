@@ -31,7 +31,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use super::gate::ShardGate;
-use crate::AnyObject;
+use crate::object::AnyObject;
 
 /// Label requests the sharder has in flight at most.
 pub(crate) const PLACEMENTS_IN_FLIGHT: usize = 64;

@@ -15,7 +15,7 @@ pub const MAX_CONNECTIONS_RANGE: RangeInclusive<usize> = 1..=65_536;
 /// What bounds a client of the webhook server: how long it may take to
 /// send a request's headers and body, and how many connections may be open
 /// at once. Give it to
-/// [`ManagerBuilder::with_webhook_limits`](crate::ManagerBuilder::with_webhook_limits)
+/// [`ManagerBuilder::with_webhook_limits`](crate::manager::ManagerBuilder::with_webhook_limits)
 /// or [`WebhookServer::try_with_limits`](super::WebhookServer::try_with_limits).
 ///
 /// | limit | default | accepted | past it |

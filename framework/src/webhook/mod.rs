@@ -15,7 +15,7 @@
 //! | [`kubernetes_formats`] | CRD schemas the API server enforces without warnings (`format: uint32` → `minimum: 0`) |
 //! | [`WebhookMetrics`] | requests by outcome and latency, per webhook |
 //!
-//! [`ManagerBuilder::with_webhooks`](crate::ManagerBuilder::with_webhooks)
+//! [`ManagerBuilder::with_webhooks`](crate::manager::ManagerBuilder::with_webhooks)
 //! serves them beside the controllers, on `--webhook-bind-address` with the
 //! certificates in `--webhook-cert-dir`.
 

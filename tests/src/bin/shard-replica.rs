@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Mutation, Reconciler, WriteError,
+    Action, Context, Manager, ManagerArgs, Mutation, Reconciler, WriteError,
+    manager::LeaderElectionConfig,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;

@@ -307,7 +307,7 @@ async fn invalid_selections_are_refused_naming_the_controller_and_the_value() ->
     }
     let error = manager
         .controller("both", maps, seen::<ConfigMap>().0)
-        .with_backoff(concord::Backoff::default())
+        .with_backoff(concord::manager::Backoff::default())
         .with_error_policy(|_, _, _| Action::await_change())
         .add()
         .unwrap_err();
@@ -320,8 +320,11 @@ async fn invalid_selections_are_refused_naming_the_controller_and_the_value() ->
     manager
         .controller("tuned", api, reconciler)
         .with_backoff(
-            concord::Backoff::exponential(Duration::from_millis(50), Duration::from_secs(300))
-                .with_jitter(0.1),
+            concord::manager::Backoff::exponential(
+                Duration::from_millis(50),
+                Duration::from_secs(300),
+            )
+            .with_jitter(0.1),
         )
         .with_predicate(
             Predicate::labels_changed()
@@ -641,7 +644,9 @@ async fn a_controller_backoff_sets_the_wait_between_attempts() -> Result<()> {
                 calls: calls.clone(),
             },
         )
-        .with_backoff(concord::Backoff::exponential(base, Duration::from_secs(10)).with_jitter(0.2))
+        .with_backoff(
+            concord::manager::Backoff::exponential(base, Duration::from_secs(10)).with_jitter(0.2),
+        )
         .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());

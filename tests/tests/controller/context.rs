@@ -276,8 +276,8 @@ impl Reconciler<ConfigMap> for Children {
 struct Parents {
     maps: Api<ConfigMap>,
     parent: ConfigMap,
-    metrics: Arc<concord::Metrics>,
-    stop: concord::ShutdownHandle,
+    metrics: Arc<concord::metrics::Metrics>,
+    stop: concord::manager::ShutdownHandle,
     running: tokio::task::JoinHandle<Result<(), concord::Error>>,
     _ns: concord_testenv::TestNamespace,
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Result;
 use concord::featuregates::{Operation, StrategyName};
 use concord::strategies::{Condition, Error as WriteError};
-use concord::{Action, Context, Manager, ManagerArgs, Permissions, Reconciler};
+use concord::{Action, Context, Manager, ManagerArgs, Reconciler, rbac::Permissions};
 use concord_testenv::TestEnv;
 use concord_tests::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -417,7 +417,7 @@ async fn update_from_a_dynamic_controllers_trimmed_cache_keeps_last_applied_and_
         let mut object: DynamicObject = serde_json::from_value(applied.clone())?;
         object
             .annotations_mut()
-            .insert(concord::LAST_APPLIED.into(), applied.to_string());
+            .insert(concord::cache::LAST_APPLIED.into(), applied.to_string());
         api.create(&PostParams::default(), &object).await?;
         api.patch(
             &format!("widget-{i}"),
@@ -462,8 +462,8 @@ async fn update_from_a_dynamic_controllers_trimmed_cache_keeps_last_applied_and_
             old.name_any()
         );
         assert_eq!(
-            stored.annotations().get(concord::LAST_APPLIED),
-            old.annotations().get(concord::LAST_APPLIED),
+            stored.annotations().get(concord::cache::LAST_APPLIED),
+            old.annotations().get(concord::cache::LAST_APPLIED),
             "the PUT from the cached copy carried the annotation the cache kept"
         );
         let managers = |o: &DynamicObject| -> BTreeSet<String> {

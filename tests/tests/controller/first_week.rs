@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use concord::{Action, Context, Lifecycle, Manager, Predicate, Reconciler, WriteError, finalizer};
+use concord::{
+    Action, Context, Manager, Predicate, Reconciler, WriteError, finalizer, finalizer::Lifecycle,
+};
 use concord_testenv::TestEnv;
 use concord_tests::eventually;
 use exact_support::Gadget;
@@ -52,7 +54,7 @@ struct Finalizing {
 
 #[concord::async_trait]
 impl Reconciler<Gadget> for Finalizing {
-    type Error = concord::FinalizerError<WriteError>;
+    type Error = concord::finalizer::FinalizerError<WriteError>;
 
     async fn reconcile(
         &self,

@@ -30,7 +30,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 enum Failed {
     Write(WriteError),
-    Cache(concord::CacheError),
+    Cache(concord::cache::CacheError),
 }
 
 impl std::fmt::Display for Failed {
@@ -50,8 +50,8 @@ impl From<WriteError> for Failed {
     }
 }
 
-impl From<concord::CacheError> for Failed {
-    fn from(e: concord::CacheError) -> Self {
+impl From<concord::cache::CacheError> for Failed {
+    fn from(e: concord::cache::CacheError) -> Self {
         Failed::Cache(e)
     }
 }

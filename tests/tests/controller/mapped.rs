@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use concord::{Action, CacheError, Context, Manager, Reconciler};
+use concord::{Action, Context, Manager, Reconciler, cache::CacheError};
 use concord_testenv::TestEnv;
 use concord_tests::eventually;
 use exact_support::Gadget;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use concord::StrategyName;
+use concord::featuregates::StrategyName;
 use concord_testenv::TestNamespace;
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::ConfigMap;

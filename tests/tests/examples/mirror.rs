@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::{FeatureRegistry, Manager, ManagerArgs};
+use concord::{Manager, ManagerArgs, featuregates::FeatureRegistry};
 use concord_examples::invariants::Violation;
 use concord_examples::mirror::{self, FROM_LABEL, Mirror, MirrorSpec};
 use concord_examples::wait_until;

@@ -7,7 +7,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use anyhow::Result;
-use concord::{FeatureRegistry, Manager, ManagerArgs, Operation, StrategyName};
+use concord::{
+    Manager, ManagerArgs, featuregates::FeatureRegistry, featuregates::Operation,
+    featuregates::StrategyName,
+};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
 use concord_examples::kueue;
 use concord_examples::widgets::{self, Widget};

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::{FeatureRegistry, Manager, ManagerArgs, Metrics, WriteError};
+use concord::{Manager, ManagerArgs, WriteError, featuregates::FeatureRegistry, metrics::Metrics};
 use concord_examples::argo::{self, CompletionPath, DeletionPath};
 use concord_examples::kueue::{self, PodPhase};
 use concord_examples::widgets::{self, Widget, WidgetReconciler};

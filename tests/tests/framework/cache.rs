@@ -18,8 +18,8 @@ use std::time::Duration;
 use anyhow::Result;
 use concord::strategies::Verb;
 use concord::{
-    Action, CacheTrim, Context, Intent, LAST_APPLIED, Manager, ManagerArgs, Mutation, Reconciler,
-    WriteError,
+    Action, Context, Intent, Manager, ManagerArgs, Mutation, Reconciler, WriteError,
+    cache::CacheTrim, cache::LAST_APPLIED,
 };
 use concord_testenv::faults::{FaultClass, FaultProxy, Faults, Verb as FaultVerb};
 use concord_testenv::{TestEnv, TestNamespace};
@@ -438,7 +438,7 @@ async fn a_view_controller_writes_what_it_changed_and_nothing_else() -> Result<(
 /// on it at once (beside the controllers' own waits), holding `objects`.
 /// Each waits in a task of its own, so a waiter that is never woken fails
 /// the test instead of being polled again by the timeout.
-async fn ready_with<K: concord::Object>(store: concord::Store<K>, objects: usize) {
+async fn ready_with<K: concord::Object>(store: concord::cache::Store<K>, objects: usize) {
     let waiters: Vec<_> = (0..3)
         .map(|_| {
             let store = store.clone();
@@ -659,7 +659,10 @@ impl Reconciler<DynamicObject> for IdleDynamic {
 /// A view's write of a stale copy through a manager with a full typed
 /// cache of ConfigMaps (and a `DynamicObject` one when `dynamic`): its
 /// outcome, after checking that both clients' changes are stored.
-async fn view_write_after_a_conflict(env: &TestEnv, dynamic: bool) -> Result<concord::Outcome> {
+async fn view_write_after_a_conflict(
+    env: &TestEnv,
+    dynamic: bool,
+) -> Result<concord::strategies::Outcome> {
     let ns = env.namespace().await?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let (created, applied) = applied_config_map(&maps).await?;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use concord::{
-    Action, CacheLayout, Context, Manager, ManagerArgs, Mutation, Reconciler, WriteError,
+    Action, Context, Manager, ManagerArgs, Mutation, Reconciler, WriteError, cache::CacheLayout,
 };
 use concord_testenv::{TestEnv, TestNamespace};
 use concord_tests::{eventually, merge_patch_all};

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use concord::{
-    Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, WriteError, finalizer,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, finalizer, finalizer::Lifecycle,
 };
 use concord_testenv::TestEnv;
 use concord_tests::{config_map_write_requests, eventually};
@@ -56,7 +56,7 @@ struct Labeller {
 
 #[concord::async_trait]
 impl Reconciler<ConfigMap> for Labeller {
-    type Error = concord::FinalizerError<WriteError>;
+    type Error = concord::finalizer::FinalizerError<WriteError>;
 
     async fn reconcile(
         &self,

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::{Action, Context, Manager, ManagerArgs, Reconciler, ShutdownHandle, WriteError};
+use concord::{
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, manager::ShutdownHandle,
+};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use concord::{FeatureRegistry, Manager, ManagerArgs};
+use concord::{Manager, ManagerArgs, featuregates::FeatureRegistry};
 use concord_tests::Idle;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;

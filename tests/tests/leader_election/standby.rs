@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
 use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, WriteError,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, manager::LeaderElectionConfig,
 };
 use concord_testenv::{TestEnv, TestNamespace};
 use concord_tests::{eventually, http_get};
@@ -50,7 +50,7 @@ impl Reconciler<ConfigMap> for Record {
 
 struct Replica {
     seen: Seen,
-    store: concord::Store<ConfigMap>,
+    store: concord::cache::Store<ConfigMap>,
     health: std::net::SocketAddr,
     run: tokio::task::JoinHandle<Result<(), concord::Error>>,
 }

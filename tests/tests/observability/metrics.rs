@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use concord::prometheus_client::metrics::counter::Counter;
+use concord::metrics::prometheus_client::metrics::counter::Counter;
 use concord::webhook::WebhookOptions;
 use concord::{
-    Action, Context, Lifecycle, Manager, ManagerArgs, Reconciler, ShardingMode, WriteError,
-    finalizer,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, finalizer, finalizer::Lifecycle,
+    sharding::ShardingMode,
 };
 use concord_testenv::TestEnv;
 use concord_tests::eventually;
@@ -53,7 +53,7 @@ struct Labeller;
 
 #[concord::async_trait]
 impl Reconciler<ConfigMap> for Labeller {
-    type Error = concord::FinalizerError<WriteError>;
+    type Error = concord::finalizer::FinalizerError<WriteError>;
 
     async fn reconcile(
         &self,

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
 use concord::webhook::WebhookOptions;
-use concord::{Manager, ManagerArgs, ShardingMode};
+use concord::{Manager, ManagerArgs, sharding::ShardingMode};
 use concord_testenv::TestEnv;
 use concord_testenv::faults::{FaultProxy, Faults, Verb};
 use concord_tests::http_get as get;
@@ -184,7 +184,7 @@ async fn readyz_names_the_webhook_server_and_the_shard_ring() -> Result<()> {
 }
 
 /// Whether `manager`'s metrics say it runs its controllers.
-fn leads(metrics: &concord::Metrics) -> bool {
+fn leads(metrics: &concord::metrics::Metrics) -> bool {
     metrics.render().lines().any(|l| l == "concord_leader 1")
 }
 

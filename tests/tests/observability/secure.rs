@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use concord::featuregates::FeatureRegistry;
-use concord::{Manager, ManagerArgs, Permissions};
+use concord::{Manager, ManagerArgs, rbac::Permissions};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
@@ -276,7 +276,7 @@ async fn only_a_token_allowed_to_get_metrics_is_served() -> Result<()> {
         // ANCHOR: identities
         // The scraper is bound to the ClusterRole concord generates for
         // metrics readers; the stranger holds nothing.
-        let reader = concord::metrics_reader("unused");
+        let reader = concord::rbac::metrics_reader("unused");
         let allowed = ids.account("scraper", Some(reader)).await?;
         let denied = ids.account("stranger", None).await?;
         let (ca, certs) = webhooks_support::certs()?;
@@ -325,7 +325,7 @@ async fn without_a_cert_dir_the_endpoint_self_signs() -> Result<()> {
     let result = async {
         let operator = ids.account("operator", Some(operator_role(true)?)).await?;
         let allowed = ids
-            .account("scraper", Some(concord::metrics_reader("unused")))
+            .account("scraper", Some(concord::rbac::metrics_reader("unused")))
             .await?;
         let manager = manager(env, ns.name(), operator, None).await?;
         let at = manager.metrics_address().context("metrics are served")?;
@@ -353,7 +353,7 @@ async fn a_scrape_that_cannot_be_reviewed_is_refused() -> Result<()> {
         // The operator may not create reviews: every review fails.
         let operator = ids.account("operator", Some(operator_role(false)?)).await?;
         let allowed = ids
-            .account("scraper", Some(concord::metrics_reader("unused")))
+            .account("scraper", Some(concord::rbac::metrics_reader("unused")))
             .await?;
         let manager = manager(env, ns.name(), operator, None).await?;
         let at = manager.metrics_address().context("metrics are served")?;

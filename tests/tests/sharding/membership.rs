@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
-use concord::ShardingMode;
+use concord::sharding::ShardingMode;
 use concord_testenv::TestEnv;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -400,8 +400,8 @@ async fn label_mode_caches_only_each_replica_s_shard_and_a_move_relabels() -> Re
 #[tokio::test]
 async fn replicas_run_on_the_rules_sharding_grants_and_refuse_to_start_without_them() -> Result<()>
 {
-    use concord::Permissions;
     use concord::featuregates::{ConfigLoader, FeatureRegistry};
+    use concord::rbac::Permissions;
 
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
-use concord::{Manager, ManagerArgs, ShardingMode};
+use concord::{Manager, ManagerArgs, sharding::ShardingMode};
 use concord_testenv::{ControlPlane, ControlPlaneOptions, TestEnv};
 use concord_tests::http_get as get;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use concord::{
-    Action, Context, LeaderElectionConfig, Manager, ManagerArgs, Reconciler, ShardHandle,
-    ShardingMode, WriteError,
+    Action, Context, Manager, ManagerArgs, Reconciler, WriteError, manager::LeaderElectionConfig,
+    sharding::ShardHandle, sharding::ShardingMode,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -100,7 +100,7 @@ pub(crate) fn timings() -> LeaderElectionConfig {
 pub(crate) struct Replica {
     pub(crate) shard: ShardHandle,
     pub(crate) run: JoinHandle<Result<(), concord::Error>>,
-    pub(crate) stop: concord::ShutdownHandle,
+    pub(crate) stop: concord::manager::ShutdownHandle,
 }
 
 pub(crate) async fn replica(

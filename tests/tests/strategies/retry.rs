@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use concord::{ClientCounters, throttle_aware_client};
+use concord::{client::ClientCounters, client::throttle_aware_client};
 use concord_strategies::{
     ConflictPolicy, Error, Intent, RetryPolicy, StrategyName, Verb, WriteMetrics, Writer,
     strategy_for,

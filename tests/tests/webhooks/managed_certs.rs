@@ -333,7 +333,7 @@ async fn serve_gizmos(
 ) -> Result<(
     Api<Gizmo>,
     std::net::SocketAddr,
-    concord::ShutdownHandle,
+    concord::manager::ShutdownHandle,
     tokio::task::JoinHandle<Result<(), concord::Error>>,
 )> {
     let env = TestEnv::shared()?;
@@ -506,8 +506,8 @@ async fn the_generated_rules_are_all_a_manager_needs_for_its_certificates() -> R
     let env = TestEnv::shared()?;
     env.install_crd(Gizmo::crd()).await?;
     let ns = env.namespace().await?;
-    let config = args().load_config(concord::FeatureRegistry::new())?;
-    let (namespaced, cluster) = concord::Permissions::new(config.strategies())
+    let config = args().load_config(concord::featuregates::FeatureRegistry::new())?;
+    let (namespaced, cluster) = concord::rbac::Permissions::new(config.strategies())
         .managed_webhook_certificates()
         .cluster_scoped();
     // The Secret rules through a Role of the namespace, the rest through a

@@ -2,7 +2,7 @@
 //! RBAC its `--print-rbac` prints under concord's default strategy table,
 //! so that `generate` right after `init` changes nothing.
 
-use concord::{FeatureRegistry, ManagerArgs, Permissions};
+use concord::{ManagerArgs, featuregates::FeatureRegistry, rbac::Permissions};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -32,7 +32,7 @@ pub(crate) fn initial(project: &Project, config: &str) -> Result<Bundle, Error> 
         ),
         ..ClusterRole::default()
     };
-    let reader = concord::metrics_reader(&format!("{name}-metrics-reader"));
+    let reader = concord::rbac::metrics_reader(&format!("{name}-metrics-reader"));
     Bundle::new(name, &project.namespace)
         .with_config(config)
         .with_rbac(role)?

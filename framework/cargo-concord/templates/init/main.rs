@@ -14,8 +14,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use concord::featuregates::StrategyTable;
-use concord::{Built, FeatureRegistry, Manager, ManagerArgs, Permissions, ShardingMode};
+use concord::featuregates::{FeatureRegistry, StrategyTable};
+use concord::manager::Built;
+use concord::rbac::Permissions;
+use concord::sharding::ShardingMode;
+use concord::{Manager, ManagerArgs};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::ObjectMeta;
@@ -152,7 +155,7 @@ fn rbac_yaml(
         rules: Some(cluster_permissions(table).rules()),
         ..ClusterRole::default()
     };
-    let reader = concord::metrics_reader(&format!("{NAME}-metrics-reader"));
+    let reader = concord::rbac::metrics_reader(&format!("{NAME}-metrics-reader"));
     Ok(format!(
         "{}---\n{}---\n{}",
         serde_yaml::to_string(&role)?,

@@ -64,7 +64,7 @@ impl ManagerBuilder {
     /// once that bundle is written.
     ///
     /// The writes go through the strategy table (operation `other`); the
-    /// identity needs [`Permissions::managed_webhook_certificates`](crate::Permissions::managed_webhook_certificates).
+    /// identity needs [`Permissions::managed_webhook_certificates`](crate::rbac::Permissions::managed_webhook_certificates).
     ///
     /// ```no_run
     /// # async fn demo(webhooks: concord::webhook::Webhooks) -> Result<(), concord::Error> {

@@ -11,9 +11,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Client;
 use kube::api::Api;
 
-use crate::ResourceWriter;
 use crate::webhook::registry::WebhookKind;
 use crate::webhook::{WebhookError, Webhooks};
+use crate::writes::ResourceWriter;
 use crate::writes::WriteRegistry;
 
 /// The objects whose `caBundle` the manager keeps, and their writers.

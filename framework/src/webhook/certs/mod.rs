@@ -25,7 +25,7 @@ use std::time::Duration;
 use super::WebhookError;
 
 /// How the manager makes and renews its own webhook certificates
-/// ([`ManagerBuilder::with_managed_webhook_certificates`](crate::ManagerBuilder::with_managed_webhook_certificates),
+/// ([`ManagerBuilder::with_managed_webhook_certificates`](crate::manager::ManagerBuilder::with_managed_webhook_certificates),
 /// `--webhook-cert-managed`).
 ///
 /// | setting | default |

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta};
 
 use super::authority::{CA_CERT, StoredCa, now};
-use crate::ResourceWriter;
 use crate::webhook::WebhookError;
+use crate::writes::ResourceWriter;
 
 /// The label marking the Secret as the manager's.
 pub(crate) const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
