@@ -12,19 +12,11 @@ use std::cell::OnceCell;
 
 use serde_json::Value;
 
-use crate::change::Step;
+use crate::change::{Step, value_at};
 
 /// A type's view of a whole object: the object decoded through the type
 /// and encoded again; `None` where it does not decode.
 pub(crate) type View<'a> = &'a dyn Fn(&Value) -> Option<Value>;
-
-/// The value at `path` in `object`, if any.
-pub(crate) fn value_at<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
-    path.iter().try_fold(object, |value, step| match step {
-        Step::Key(key) => value.get(key),
-        Step::Index(index) => value.get(index),
-    })
-}
 
 /// The value at `path` in `object`, if any, to change it.
 fn value_at_mut<'a>(object: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {

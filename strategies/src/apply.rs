@@ -3,10 +3,10 @@ use serde_json::{Map, Value, json};
 
 use crate::ObjectKey;
 use crate::field_manager::manager_for;
+use crate::plan::OnConflict;
 use crate::plan::Plan;
 use crate::request::{Body, Request};
 use crate::session::{Answer, Session};
-use crate::write_loop::OnConflict;
 use crate::{Error, Fallback, Intent, Mutation, Target, WriteStrategy, Written};
 
 /// `apply`: server-side apply with a field manager per intent, so each

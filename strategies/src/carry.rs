@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::align::{Entries, View, misaligned_list, same_identity, value_at};
+use crate::align::{Entries, View, misaligned_list, same_identity};
+use crate::change::value_at;
 use crate::change::{Edit, Step, diff};
 
 /// Apply the change from `before` to `after` (two views of `raw` through

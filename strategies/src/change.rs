@@ -11,9 +11,6 @@
 
 use serde_json::{Value, json};
 
-use crate::align::value_at;
-use crate::guarded_patch::escape;
-
 /// One step of a path into an object.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Step {
@@ -301,6 +298,19 @@ pub(crate) fn json_patch(edits: &[Edit], guard_by: Option<&Value>) -> Vec<Value>
         }
     }
     ops
+}
+
+/// The value at `path` in `object`, if any.
+pub(crate) fn value_at<'a>(object: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    path.iter().try_fold(object, |value, step| match step {
+        Step::Key(key) => value.get(key),
+        Step::Index(index) => value.get(index),
+    })
+}
+
+/// RFC 6901 escaping of one JSON-pointer segment.
+pub(crate) fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::align::value_at;
+use crate::change::value_at;
 use crate::change::{Edit, Holds, Step, diff_holding, pointer};
 use crate::observed::meta;
 
@@ -322,11 +322,6 @@ fn finalizer_directives(current: &Value, next: &Value) -> Value {
     json!({"metadata": metadata})
 }
 
-/// RFC 6901 escaping of one JSON-pointer segment.
-pub(crate) fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,7 +487,10 @@ mod tests {
 
     #[test]
     fn label_keys_are_escaped_in_json_pointers() {
-        assert_eq!(escape("example.com/a~b"), "example.com~1a~0b");
+        assert_eq!(
+            crate::change::escape("example.com/a~b"),
+            "example.com~1a~0b"
+        );
     }
 
     #[test]

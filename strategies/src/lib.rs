@@ -40,6 +40,7 @@ mod align;
 mod apply;
 #[cfg(feature = "testing")]
 mod before_write;
+mod by_name;
 mod carry;
 mod change;
 mod error;
@@ -82,6 +83,8 @@ pub use apply::Apply;
 #[doc(hidden)]
 pub use before_write::BeforeWrite;
 #[doc(inline)]
+pub use by_name::{strategy_for, try_strategy_for};
+#[doc(inline)]
 pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 #[doc(inline)]
 pub use error::Error;
@@ -110,7 +113,7 @@ pub use outcome::{Fallback, Outcome, Verb, Written};
 #[doc(inline)]
 pub use retry::{RetriedByStrategy, retried_by_strategy};
 #[doc(inline)]
-pub use strategy::{WriteStrategy, strategy_for, try_strategy_for};
+pub use strategy::WriteStrategy;
 #[doc(inline)]
 pub use strict::Strict;
 #[doc(inline)]

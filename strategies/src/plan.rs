@@ -9,7 +9,6 @@ use concord_featuregates::{
 
 use crate::LockTable;
 use crate::request::Request;
-use crate::write_loop::OnConflict;
 
 /// A strategy's description of its writes, read by the one runner.
 ///
@@ -42,6 +41,16 @@ pub(crate) enum How<'a> {
         policy: String,
         reason: &'static str,
     },
+}
+
+/// What a strategy does on `409 Conflict` (or a tripped guard).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OnConflict<'p> {
+    /// Hand it back as [`Error::Conflict`]: the strategy has no version to
+    /// re-read against (`lax`, `locked`) or its policy says requeue.
+    Fail,
+    /// Re-read and try again within the policy.
+    Reread(&'p ConflictPolicy),
 }
 
 impl<'a> Plan<'a> {

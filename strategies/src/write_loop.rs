@@ -15,23 +15,13 @@ use crate::fresh::is_newer;
 use crate::observed::meta;
 use concord_featuregates::Reads;
 
-use crate::plan::{How, Plan};
+use crate::plan::{How, OnConflict, Plan};
 use crate::request::{Body, Request};
 use crate::retry::delay;
 use crate::session::{Answer, Sent, Session};
 use crate::subresource::holds_change;
 use crate::turns;
 use crate::{Error, Fallback, Mutation, Observed, Target, Written};
-
-/// What a strategy does on `409 Conflict` (or a tripped guard).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum OnConflict<'p> {
-    /// Hand it back as [`Error::Conflict`]: the strategy has no version to
-    /// re-read against (`lax`, `locked`) or its policy says requeue.
-    Fail,
-    /// Re-read and try again within the policy.
-    Reread(&'p ConflictPolicy),
-}
 
 impl Session<'_> {
     /// Write `mutation` of `current` with requests shaped by `request`.
