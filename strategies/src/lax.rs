@@ -27,7 +27,7 @@ pub struct Lax;
 
 impl crate::strategy::sealed::Sealed for Lax {
     fn plan(&self) -> Plan<'_> {
-        Plan::of(StrategyName::Lax, &HANDED_BACK, None)
+        Plan::of(StrategyName::Lax, HANDED_BACK, None)
     }
 }
 

@@ -61,7 +61,7 @@ impl Default for Locked {
 
 impl crate::strategy::sealed::Sealed for Locked {
     fn plan(&self) -> Plan<'_> {
-        Plan::of(StrategyName::Locked, &HANDED_BACK, self.table.as_deref())
+        Plan::of(StrategyName::Locked, HANDED_BACK, self.table.as_deref())
     }
 }
 

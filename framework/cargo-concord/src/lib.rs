@@ -32,10 +32,11 @@ mod init;
 mod markers;
 mod names;
 mod project;
+mod run;
 mod source;
 
 #[doc(inline)]
-pub use cli::{Cli, Command, Create, CreateApiArgs, ExplainArgs, InitArgs, ProjectArgs, run};
+pub use cli::{Cli, Command, Create, CreateApiArgs, ExplainArgs, InitArgs, ProjectArgs};
 #[doc(inline)]
 pub use create_api::create_api;
 #[doc(inline)]
@@ -44,5 +45,7 @@ pub use error::Error;
 pub use generate::{explain, generate};
 #[doc(inline)]
 pub use init::{Made, init};
+#[doc(inline)]
+pub use run::run;
 #[doc(inline)]
 pub use source::ConcordSource;

@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+use futures::future::BoxFuture;
 use tokio::sync::{Notify, watch};
 
 use super::ranges::ShardKey;
 use super::ring::{MemberId, View};
 use super::selectors::Selectors;
 use super::stats::ShardStats;
-use seat::Seat;
+use seat::{Cached, Seat};
 
 /// What a member has published: the view it acknowledged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,8 +90,8 @@ impl State {
     }
 }
 
-/// Whether a `namespace/name` key is in one controller's store.
-pub(crate) type Cached = Box<dyn Fn(&str) -> bool + Send + Sync>;
+/// A sharder for one resource type, started when this replica becomes the sharder.
+pub(crate) type Labeller = Box<dyn FnOnce(Arc<ShardGate>) -> BoxFuture<'static, ()> + Send>;
 
 /// Lists the `namespace/name` keys of one controller's store.
 pub(crate) type Lister = Box<dyn Fn() -> Vec<String> + Send + Sync>;
@@ -128,7 +129,7 @@ pub(crate) struct ShardGate {
     /// controller store, so a question by name costs one store lookup.
     resolvers: Mutex<Vec<Resolver>>,
     /// `label` mode: the sharders to run when this replica holds the sharder Lease.
-    labellers: Mutex<Vec<super::sharder::Labeller>>,
+    labellers: Mutex<Vec<Labeller>>,
     generation: AtomicU64,
 }
 
@@ -451,7 +452,7 @@ impl ShardGate {
     }
 
     /// Registers the sharder of one controller's resource (`label` mode).
-    pub(crate) fn add_labeller(&self, labeller: super::sharder::Labeller) {
+    pub(crate) fn add_labeller(&self, labeller: Labeller) {
         self.labellers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -459,7 +460,7 @@ impl ShardGate {
     }
 
     /// Takes the registered sharders, to start them.
-    pub(crate) fn take_labellers(&self) -> Vec<super::sharder::Labeller> {
+    pub(crate) fn take_labellers(&self) -> Vec<Labeller> {
         std::mem::take(
             &mut *self
                 .labellers

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::Cached;
+/// Whether a `namespace/name` key is in one controller's store.
+pub(crate) type Cached = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// What the gate knows of one controller's keys: of each key the
 /// controller has offered it, whether it has been handled since it last

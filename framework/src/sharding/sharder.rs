@@ -30,7 +30,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use super::gate::ShardGate;
+use super::gate::{Labeller, ShardGate};
 use crate::object::AnyObject;
 
 /// Label requests the sharder has in flight at most.
@@ -38,9 +38,6 @@ pub(crate) const PLACEMENTS_IN_FLIGHT: usize = 64;
 
 /// How long a failed label request waits before its object is decided again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A sharder for one resource type, started when this replica becomes the sharder.
-pub(crate) type Labeller = Box<dyn FnOnce(Arc<ShardGate>) -> BoxFuture<'static, ()> + Send>;
 
 /// The sharder for the objects `api` lists, labelling with `label`.
 pub(crate) fn labeller<K: AnyObject>(
