@@ -20,6 +20,7 @@ use crate::{Operation, StrategyName};
 /// assert!(update.accepts_requeue());
 /// assert!(!StrategyName::Apply.description().serves(Operation::Other));
 /// ```
+// ANCHOR: description
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StrategyDescription {
     /// The strategy described.
@@ -47,6 +48,7 @@ pub struct StrategyDescription {
     /// and `watch` a controller needs anyway.
     pub verbs: &'static [&'static str],
 }
+// ANCHOR_END: description
 
 /// What each request of a strategy carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
