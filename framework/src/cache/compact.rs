@@ -435,7 +435,6 @@ mod tests {
 
     #[test]
     fn identities_are_read_without_decoding_an_object() {
-        use super::super::store::Objects;
         let objects = CompactObjects::<ConfigMap>::new();
         let mut writer = CompactWriter::new(objects.clone());
         writer.apply_watcher_event(&Init);
@@ -447,7 +446,7 @@ mod tests {
             writer.apply_watcher_event(&InitApply(cm));
         }
         writer.apply_watcher_event(&InitDone);
-        let mut identities = Objects::Compact(objects.clone()).identities();
+        let mut identities = objects.identities();
         identities.sort();
         let namespaced = |name: &str, uid: &str| {
             (

@@ -15,33 +15,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::projection::{Projection, WriterType};
+use super::registry::Lookup;
 use super::{Caches, Objects, SharedCache};
 use crate::object::AnyObject;
-
-/// A [`SharedCache`] with its type erased.
-pub(super) trait Lookup: Send + Sync {
-    fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
-    /// The cached object's `resourceVersion` and uid, if it is held.
-    fn version(&self, namespace: Option<&str>, name: &str) -> Option<(String, Option<String>)>;
-    /// How many objects the store holds.
-    fn objects(&self) -> usize;
-    /// The size of the store's objects encoded as compact JSON.
-    fn json_bytes(&self) -> u64;
-    /// How many copies a compact cache decoded, and in how many seconds
-    /// (none for a decoded cache).
-    fn decoding(&self) -> (u64, f64);
-    /// A copy newer than `than`, waiting up to `wait` for the watch, as
-    /// JSON: the whole object, or its `metadata` alone for
-    /// [`Projection::Metadata`].
-    fn newer<'a>(
-        &'a self,
-        namespace: Option<&'a str>,
-        name: &'a str,
-        than: &'a str,
-        wait: Duration,
-        projection: Projection,
-    ) -> BoxFuture<'a, Option<Value>>;
-}
 
 impl<K: AnyObject> Lookup for SharedCache<K> {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool {

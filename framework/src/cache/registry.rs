@@ -6,16 +6,44 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
 
 use kube::api::Api;
 use kube::core::ApiResource;
 
-use super::copies::Lookup;
 use super::projection::{Projection, WriterType};
-use super::{CacheLayout, CacheTrim, Index, KeyFn, Selection, SharedCache, Store, lock, sizes};
+use super::{CacheLayout, CacheTrim, Index, KeyFn, Selection, SharedCache, Store, lock, size};
 use crate::object::AnyObject;
 use crate::own_writes::{Seen, WriteKey};
 use crate::task::Task;
+
+/// A [`SharedCache`] with its type erased.
+pub(super) trait Lookup: Send + Sync {
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool;
+    /// The cached object's `resourceVersion` and uid, if it is held.
+    fn version(&self, namespace: Option<&str>, name: &str) -> Option<(String, Option<String>)>;
+    /// How many objects the store holds.
+    fn objects(&self) -> usize;
+    /// The size of the store's objects encoded as compact JSON.
+    fn json_bytes(&self) -> u64;
+    /// How many copies a compact cache decoded, and in how many seconds
+    /// (none for a decoded cache).
+    fn decoding(&self) -> (u64, f64);
+    /// A copy newer than `than`, waiting up to `wait` for the watch, as
+    /// JSON: the whole object, or its `metadata` alone for
+    /// [`Projection::Metadata`].
+    fn newer<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        name: &'a str,
+        than: &'a str,
+        wait: Duration,
+        projection: Projection,
+    ) -> BoxFuture<'a, Option<Value>>;
+}
 
 /// The shared caches of one manager.
 #[derive(Default)]
@@ -183,18 +211,18 @@ impl Caches {
     }
 
     /// Each cache's labels and size, for [`CacheSizes`].
-    pub(super) fn sizes(&self) -> Vec<sizes::Size> {
+    pub(super) fn sizes(&self) -> Vec<size::Size> {
         let entries = lock(&self.entries);
         entries
             .iter()
-            .map(|e| sizes::Size {
+            .map(|e| size::Size {
                 resource: if e.resource.group.is_empty() {
                     e.resource.plural.clone()
                 } else {
                     format!("{}.{}", e.resource.plural, e.resource.group)
                 },
                 namespaces: e.namespaces.clone(),
-                type_name: sizes::short_type_name(e.type_name),
+                type_name: size::short_type_name(e.type_name),
                 selector: e.selection.describe(),
                 objects: e.copies.objects(),
                 json_bytes: e.copies.json_bytes(),

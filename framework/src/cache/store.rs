@@ -18,7 +18,9 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{self, ObjectRef};
 use tokio::sync::watch;
 
-use super::compact::{CompactObjects, Key};
+use kube::runtime::watcher;
+
+use super::compact::{CompactObjects, CompactWriter, Key};
 use super::{CacheError, Indexes};
 use crate::object::AnyObject;
 
@@ -369,4 +371,31 @@ impl<K: AnyObject> Store<K> {
 pub struct StoreStopped {
     /// The cache, as its readiness check names it (`cache:pods/default`).
     pub cache: String,
+}
+/// The watch's end of a cache's store, in either layout.
+pub(super) enum Writer<K: AnyObject> {
+    Decoded(reflector::store::Writer<K>),
+    Compact(CompactWriter<K>),
+}
+
+impl<K: AnyObject> Writer<K> {
+    pub(super) fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
+        match self {
+            Writer::Decoded(writer) => writer.apply_watcher_event(event),
+            Writer::Compact(writer) => writer.apply_watcher_event(event),
+        }
+    }
+}
+
+/// The store key of `namespace`/`name`.
+pub(crate) fn object_ref<K: AnyObject>(
+    namespace: Option<&str>,
+    name: &str,
+    dyntype: &K::DynamicType,
+) -> ObjectRef<K> {
+    let key = ObjectRef::new_with(name, dyntype.clone());
+    match namespace {
+        Some(namespace) => key.within(namespace),
+        None => key,
+    }
 }

@@ -1,5 +1,13 @@
 //! The shared cache's unit tests.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::core::ApiResource;
+
+use super::shared::SharedCache;
 use super::watch::Relists;
 use super::*;
 use futures::{FutureExt, StreamExt};

@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
 use kube::ResourceExt;
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch as signal;
 
-use super::compact::{CompactWriter, Key};
+use super::compact::Key;
 use super::queue::Lane;
+use super::store::Writer;
 use super::{SharedCache, Synced, lock, object_ref, streaming};
 use crate::object::AnyObject;
 use crate::task::Task;
@@ -269,21 +270,6 @@ impl<K: AnyObject> SharedCache<K> {
 /// An object's place in the store and its indexes.
 fn index_key<K: AnyObject>(object: &K) -> Key {
     (object.namespace(), object.name_any())
-}
-
-/// The watch's end of a cache's store, in either layout.
-pub(super) enum Writer<K: AnyObject> {
-    Decoded(reflector::store::Writer<K>),
-    Compact(CompactWriter<K>),
-}
-
-impl<K: AnyObject> Writer<K> {
-    pub(super) fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
-        match self {
-            Writer::Decoded(writer) => writer.apply_watcher_event(event),
-            Writer::Compact(writer) => writer.apply_watcher_event(event),
-        }
-    }
 }
 
 /// Where each of a multi-namespace cache's watches is in its lists.

@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::Line;
+use super::answer::Line;
 
 /// The manager's readiness checks: named flags, each turned on by the part
 /// it stands for. Ready when every flag is on.

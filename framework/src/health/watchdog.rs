@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Line;
+use super::answer::Line;
 
 /// A task's heartbeat: [`run`](Self::run) ticks every `every`; the check
 /// fails once the last tick is older than `stale_after`, which happens when

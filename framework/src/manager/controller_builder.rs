@@ -66,7 +66,7 @@ pub struct ControllerBuilder<'m, K: AnyObject, R: Reconciler<K>> {
     namespaces: Option<Vec<(String, Api<K>)>>,
     predicate: Option<Predicate<K>>,
     backoff: Option<Backoff>,
-    policy: Option<super::Policy<K, R::Error>>,
+    policy: Option<crate::controller::Policy<K, R::Error>>,
     concurrency: u16,
     triggers: Vec<Trigger<K>>,
     read_your_writes: bool,

@@ -68,7 +68,7 @@ impl ShardGate {
             )
         });
         views.extend(without_suspects.as_ref());
-        let wanted = ranges::buckets_of(&self.me, &views);
+        let wanted = super::super::ring::buckets_of(&self.me, &views);
         let still = !state.behind() && state.settled() && state.moved_at.elapsed() >= keep;
         // Many buckets no longer needed (at start, or when a member
         // joins) are dropped at once: keeping them costs memory, and the

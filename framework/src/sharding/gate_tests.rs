@@ -189,7 +189,11 @@ fn a_suspected_member_widens_the_selector_without_moving_a_key() {
     assert_ne!(wide, own, "the suspect's buckets are watched ahead");
     assert_eq!(
         Some(wide.as_str()),
-        ranges::selector(ShardKey::Uid, &ranges::ranges_of("a", &[&alone])).as_deref(),
+        ranges::selector(
+            ShardKey::Uid,
+            &crate::sharding::ring::ranges_of("a", &[&alone])
+        )
+        .as_deref(),
         "a watches what it would own without b"
     );
     assert!(
@@ -221,7 +225,9 @@ fn a_suspect_expiring_restarts_no_watch_until_the_ring_stands_still() {
             )
         })
         .find(|(three, two, ids)| {
-            ranges::buckets_of(&ids[0], &[three]) & !ranges::buckets_of(&ids[0], &[two]) != 0
+            crate::sharding::ring::buckets_of(&ids[0], &[three])
+                & !crate::sharding::ring::buckets_of(&ids[0], &[two])
+                != 0
         })
         .unwrap_or_default();
     let a = gate(&a_id);
@@ -256,7 +262,10 @@ fn a_suspect_expiring_restarts_no_watch_until_the_ring_stands_still() {
     // the buckets a owns, without the one it gave c.
     std::thread::sleep(keep);
     a.observed(two.clone(), vec![peer(&c_id, &two)], vec![], vec![]);
-    let owns = ranges::selector(ShardKey::Uid, &ranges::ranges_of(&a_id, &[&two]));
+    let owns = ranges::selector(
+        ShardKey::Uid,
+        &crate::sharding::ring::ranges_of(&a_id, &[&two]),
+    );
     assert_ne!(owns.as_deref(), Some(wide.as_str()));
     assert_eq!(selectors.current(), owns);
 }
@@ -271,7 +280,10 @@ fn many_unneeded_buckets_are_dropped_at_once() {
     a.observed(alone.clone(), vec![], vec![], vec![]);
     let claim = a.next_claim();
     a.claimed(&claim);
-    let everything = ranges::selector(ShardKey::Uid, &ranges::ranges_of("a", &[&alone]));
+    let everything = ranges::selector(
+        ShardKey::Uid,
+        &crate::sharding::ring::ranges_of("a", &[&alone]),
+    );
     assert_eq!(selectors.current(), everything);
     // b and c join: a keeps a third, and while the handover runs it still
     // may hold what it claimed alone; once it claimed the new view, the
@@ -286,6 +298,9 @@ fn many_unneeded_buckets_are_dropped_at_once() {
     let claim = a.next_claim();
     assert_eq!(claim, three);
     a.claimed(&claim);
-    let third = ranges::selector(ShardKey::Uid, &ranges::ranges_of("a", &[&three]));
+    let third = ranges::selector(
+        ShardKey::Uid,
+        &crate::sharding::ring::ranges_of("a", &[&three]),
+    );
     assert_eq!(selectors.current(), third);
 }

@@ -15,16 +15,16 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use kube::core::ObjectMeta;
 use tokio::sync::watch;
 
-use super::AbortOnDrop;
 use super::config::RingConfig;
 use super::gate::{Peer, ShardGate};
 use super::names::{ACKED_ANNOTATION, CONFIG_ANNOTATION, MEMBER_LABEL, RING_LABEL, lease_name};
 use super::ring::View;
 use super::sightings::Sightings;
+use crate::task::AbortOnDrop;
 use crate::{Error, leader::LeaderElectionConfig};
 
 mod kinship;
-use kinship::Kinship;
+use kinship::{Kinship, kinship};
 
 /// One replica's membership in the ring of a sharded manager.
 pub(crate) struct Membership {
@@ -289,6 +289,7 @@ impl Membership {
         let params = ListParams::default().labels(MEMBER_LABEL);
         let list = self.api.list(&params).await?;
         let me = self.gate.me().to_owned();
+        let own = self.lease();
         let mut live = vec![me.clone()];
         let mut peers = Vec::new();
         let mut names = Vec::new();
@@ -307,7 +308,7 @@ impl Membership {
             else {
                 continue;
             };
-            let kin = match self.kinship(lease) {
+            let kin = match kinship(&self.ring, &mut self.reported, &own, lease) {
                 Kinship::Unrelated => continue,
                 Kinship::Member if *id == me => continue,
                 kin => kin,

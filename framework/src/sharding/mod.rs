@@ -318,7 +318,7 @@ impl Sharding {
         let task = membership.map(|mut membership| {
             let lease = membership.lease();
             let task = tokio::spawn(async move { membership.hold(&mut done).await });
-            (lease, AbortOnDrop(task))
+            (lease, crate::task::AbortOnDrop(task))
         });
         async move {
             let Some((lease, mut task)) = task else {
@@ -340,14 +340,5 @@ fn ring_mode(mode: ShardingMode, key: ShardKey) -> String {
     match (mode, key) {
         (ShardingMode::Selector, ShardKey::Namespace) => "selector/namespace".into(),
         _ => mode.as_str().into(),
-    }
-}
-
-/// Aborts its task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

@@ -22,8 +22,6 @@
 
 use std::fmt;
 
-use super::ring::View;
-
 /// How many buckets the hash space is cut into: enough that three to ten
 /// members get shares within ~15% of even, few enough that a selector
 /// stays a few kilobytes.
@@ -107,23 +105,6 @@ pub(crate) fn bucket_of(key: &str) -> Option<usize> {
     (bucket < BUCKETS).then(|| usize::try_from(bucket).ok())?
 }
 
-#[cfg(test)]
-/// The buckets `member` owns in `view`, or in any of `views`, as sorted
-/// half-open hash ranges, adjacent buckets merged.
-pub(crate) fn ranges_of(member: &str, views: &[&View]) -> Vec<(u128, u128)> {
-    ranges_of_buckets(buckets_of(member, views))
-}
-
-/// The buckets `member` owns in any of `views`, bucket `i` as bit `i`.
-pub(crate) fn buckets_of(member: &str, views: &[&View]) -> u128 {
-    (0..BUCKETS)
-        .filter(|bucket| {
-            let key = format!("#{bucket}");
-            views.iter().any(|view| view.owns(member, &key))
-        })
-        .fold(0, |mask, bucket| mask | 1 << bucket)
-}
-
 /// The buckets of `mask` (bucket `i` as bit `i`) as sorted half-open
 /// hash ranges, adjacent buckets merged.
 pub(crate) fn ranges_of_buckets(mask: u128) -> Vec<(u128, u128)> {
@@ -166,11 +147,6 @@ pub(crate) fn selector(key: ShardKey, ranges: &[(u128, u128)]) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sharding::ring::member_id;
-
-    fn view(n: usize) -> View {
-        View::new((0..n).map(|i| member_id(&format!("replica-{i}"))))
-    }
 
     #[test]
     fn the_server_hash_is_fnv1a_64_of_the_text() {
@@ -178,43 +154,6 @@ mod tests {
         assert_eq!(server_hash(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(server_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(server_hash(b"foobar"), 0x8594_4171_f739_67e8);
-    }
-
-    #[test]
-    fn every_bucket_is_in_exactly_one_members_ranges() {
-        for n in 1..=7 {
-            let view = view(n);
-            let mut all: Vec<(u128, u128)> = view
-                .members()
-                .iter()
-                .flat_map(|m| ranges_of(m, &[&view]))
-                .collect();
-            all.sort();
-            assert_eq!(all.first().map(|r| r.0), Some(0));
-            assert_eq!(all.last().map(|r| r.1), Some(1 << 64));
-            assert!(all.windows(2).all(|w| w[0].1 == w[1].0), "{n} members");
-        }
-    }
-
-    #[test]
-    fn a_key_is_owned_by_the_member_whose_ranges_hold_its_hash() {
-        let view = view(3);
-        for i in 0..2_000 {
-            let uid = format!("00000000-0000-0000-0000-{i:012}");
-            let key = ShardKey::Uid.key("ns", &format!("o-{i}"), &uid);
-            let hash = u128::from(server_hash(uid.as_bytes()));
-            let owner = view.owner(&key).unwrap_or_default();
-            let holders: Vec<&String> = view
-                .members()
-                .iter()
-                .filter(|m| {
-                    ranges_of(m, &[&view])
-                        .iter()
-                        .any(|(from, to)| *from <= hash && hash < *to)
-                })
-                .collect();
-            assert_eq!(holders, [owner], "{key}");
-        }
     }
 
     #[test]

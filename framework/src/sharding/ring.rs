@@ -164,11 +164,65 @@ fn score(key_hash: u64, member: &str) -> u64 {
 }
 
 #[cfg(test)]
+/// The buckets `member` owns in `view`, or in any of `views`, as sorted
+/// half-open hash ranges, adjacent buckets merged.
+pub(crate) fn ranges_of(member: &str, views: &[&View]) -> Vec<(u128, u128)> {
+    super::ranges::ranges_of_buckets(buckets_of(member, views))
+}
+
+/// The buckets `member` owns in any of `views`, bucket `i` as bit `i`.
+pub(crate) fn buckets_of(member: &str, views: &[&View]) -> u128 {
+    (0..super::ranges::BUCKETS)
+        .filter(|bucket| {
+            let key = format!("#{bucket}");
+            views.iter().any(|view| view.owns(member, &key))
+        })
+        .fold(0, |mask, bucket| mask | 1 << bucket)
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     fn members(n: usize) -> View {
         View::new((0..n).map(|i| member_id(&format!("replica-{i}"))))
+    }
+
+    #[test]
+    fn every_bucket_is_in_exactly_one_members_ranges() {
+        for n in 1..=7 {
+            let view = members(n);
+            let mut all: Vec<(u128, u128)> = view
+                .members()
+                .iter()
+                .flat_map(|m| ranges_of(m, &[&view]))
+                .collect();
+            all.sort();
+            assert_eq!(all.first().map(|r| r.0), Some(0));
+            assert_eq!(all.last().map(|r| r.1), Some(1 << 64));
+            assert!(all.windows(2).all(|w| w[0].1 == w[1].0), "{n} members");
+        }
+    }
+
+    #[test]
+    fn a_key_is_owned_by_the_member_whose_ranges_hold_its_hash() {
+        let view = members(3);
+        for i in 0..2_000 {
+            let uid = format!("00000000-0000-0000-0000-{i:012}");
+            let key = super::super::ranges::ShardKey::Uid.key("ns", &format!("o-{i}"), &uid);
+            let hash = u128::from(super::super::ranges::server_hash(uid.as_bytes()));
+            let owner = view.owner(&key).unwrap_or_default();
+            let holders: Vec<&String> = view
+                .members()
+                .iter()
+                .filter(|m| {
+                    ranges_of(m, &[&view])
+                        .iter()
+                        .any(|(from, to)| *from <= hash && hash < *to)
+                })
+                .collect();
+            assert_eq!(holders, [owner], "{key}");
+        }
     }
 
     fn keys() -> Vec<String> {

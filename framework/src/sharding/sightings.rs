@@ -18,8 +18,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 use tokio::sync::Notify;
 
-use super::AbortOnDrop;
 use super::names::{ACKED_ANNOTATION, MEMBER_LABEL};
+use crate::task::AbortOnDrop;
 
 /// A record of one Lease: its resourceVersion and what a reader acts on.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use kube::api::Api;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::ManagedCertificates;
 use super::authority::{StoredCa, now};
 use super::inject::Owned;
+use super::managed::ManagedCertificates;
 use super::secret::CaSecret;
 use crate::webhook::{WebhookError, Webhooks};
 use crate::writes::WriteRegistry;
