@@ -107,7 +107,9 @@ async fn main() -> anyhow::Result<()> {
         .build()
         .await?;
     let pods: Api<Pod> = Api::namespaced(manager.client().clone(), &cli.namespace);
-    manager.add_controller("pods", pods.clone(), PodLabeller, |controller| controller);
+    manager
+        .controller("pods", pods.clone(), PodLabeller)
+        .add()?;
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());

@@ -76,8 +76,12 @@ async fn main() -> anyhow::Result<()> {
     // shared cache of views.
     let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), &namespace);
     // Two controllers, two event paths, racing on the same Pods.
-    manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);
-    manager.add_controller("pod-completion", pods, CompletionPath, |c| c);
+    manager
+        .controller("pod-deletion", pods.clone(), DeletionPath)
+        .add()?;
+    manager
+        .controller("pod-completion", pods, CompletionPath)
+        .add()?;
     // ANCHOR_END: main
     if args.serve {
         return Ok(manager.run().await?);

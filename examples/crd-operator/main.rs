@@ -127,7 +127,7 @@ async fn main() -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    widgets::add_controller(&mut manager, &namespace);
+    widgets::add_controller(&mut manager, &namespace)?;
     // ANCHOR_END: main
     let client = manager.client().clone();
     if args.serve {

@@ -77,7 +77,7 @@ async fn main() -> anyhow::Result<()> {
     // The controller reads Pods as `PodPhase` views (metadata and phase):
     // its cache holds nothing else.
     let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), &namespace);
-    kueue::add_controller(&mut manager, pods);
+    kueue::add_controller(&mut manager, pods)?;
     // ANCHOR_END: main
     println!(
         "RemoveFinalizersWithStrictPatch={}: our finalizer is removed with `{}`",

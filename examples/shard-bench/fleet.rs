@@ -18,7 +18,8 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use crate::handover::MANAGER;
+/// The manager name; its membership Leases are `shard-bench-shard-<member>`.
+pub const MANAGER: &str = "shard-bench";
 
 /// One reconcile that ended (or was dropped): which replica, when.
 #[derive(Clone, Copy, Debug)]
@@ -110,7 +111,7 @@ impl Setup {
             log: self.log.clone(),
             hold: self.hold,
         };
-        manager.add_controller("configmaps", api, recorder, |c| c);
+        manager.controller("configmaps", api, recorder).add()?;
         let shard = manager.sharding().context("the manager is sharded")?;
         let stop = manager.shutdown_handle();
         let run = tokio::spawn(manager.run());

@@ -15,9 +15,6 @@ use tokio::task::JoinHandle;
 use crate::fleet::{Log, Replica, Setup, Span, alive, create_config_maps, member_lease, overlaps};
 use crate::stats::{header, row};
 
-/// The manager name; its membership Leases are `shard-bench-shard-<member>`.
-pub const MANAGER: &str = "shard-bench";
-
 /// Sizes and timings of the handover benchmark.
 #[derive(clap::Args)]
 pub struct Args {

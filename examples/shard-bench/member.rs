@@ -140,7 +140,7 @@ pub async fn run(args: Args) -> Result<()> {
     let printer = Printer {
         hold: Duration::from_millis(args.hold_ms),
     };
-    manager.add_controller("configmaps", api, printer, |c| c);
+    manager.controller("configmaps", api, printer).add()?;
     let shard = manager.sharding().context("the member is sharded")?;
     println!("member {}", shard.member());
     let (namespace, objects) = (args.namespace.clone(), args.objects);

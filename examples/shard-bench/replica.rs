@@ -51,7 +51,7 @@ pub async fn run(args: Args) -> Result<()> {
         .await?;
     let api: Api<Pod> = Api::namespaced(manager.client().clone(), &args.namespace);
     let seen = Arc::new(Mutex::new(HashSet::new()));
-    manager.add_controller("pods", api, Seen(seen.clone()), |c| c);
+    manager.controller("pods", api, Seen(seen.clone())).add()?;
     let shard = manager.sharding();
     let report = tokio::spawn(async move {
         // Counting the cached keys reads every cached object's uid in

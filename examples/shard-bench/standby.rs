@@ -87,7 +87,7 @@ impl Bench {
             log: self.log.clone(),
             hold: Duration::ZERO,
         };
-        manager.add_controller("configmaps", api, recorder, |c| c);
+        manager.controller("configmaps", api, recorder).add()?;
         let store = manager.context::<ConfigMap>().store();
         let stop = manager.shutdown_handle();
         let metrics = manager.metrics();

@@ -115,8 +115,15 @@ impl Reconciler<PodPhase> for PodFinalizer {
 /// Adds the operator's controller over the managed Pods of `pods` (a
 /// namespace, or all) to `manager`: a controller of the [`PodPhase`] view,
 /// so its cache holds views only.
-pub fn add_controller(manager: &mut concord::Manager, pods: Api<PodPhase>) {
-    manager.add_controller("pods", pods, PodFinalizer, |controller| controller);
+///
+/// # Errors
+///
+/// [`concord::Error::InvalidController`] if the controller does not check.
+pub fn add_controller(
+    manager: &mut concord::Manager,
+    pods: Api<PodPhase>,
+) -> Result<(), concord::Error> {
+    manager.controller("pods", pods, PodFinalizer).add()
 }
 // ANCHOR_END: reconciler
 

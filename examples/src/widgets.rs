@@ -269,13 +269,21 @@ pub fn shard(widget: &Widget, index: u32) -> ConfigMap {
 /// `manager`. A shard changed or deleted by hand is reconciled back: the
 /// controller also watches the shards, as metadata only (owner references
 /// are all it needs from them), so their data is never held.
-pub fn add_controller(manager: &mut concord::Manager, namespace: &str) {
+///
+/// # Errors
+///
+/// [`concord::Error::InvalidController`] if the controller does not check.
+pub fn add_controller(
+    manager: &mut concord::Manager,
+    namespace: &str,
+) -> Result<(), concord::Error> {
     let client = manager.client().clone();
     let widgets: Api<Widget> = Api::namespaced(client.clone(), namespace);
     let shards: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client, namespace);
-    manager.add_controller("widgets", widgets, WidgetReconciler, move |controller| {
-        controller.owns(shards, watcher::Config::default())
-    });
+    manager
+        .controller("widgets", widgets, WidgetReconciler)
+        .customize(move |controller| controller.owns(shards, watcher::Config::default()))
+        .add()
 }
 // ANCHOR_END: add_controller
 

@@ -8,8 +8,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 
-use crate::Args;
-use crate::run::{Contender, Outcome, Turn};
+use crate::args::Args;
+use crate::contender::Contender;
+use crate::outcome::{Outcome, Turn};
 use crate::stats::Interval;
 
 /// The target of the ratios of the gate to the ungated run.

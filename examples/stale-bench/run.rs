@@ -11,59 +11,17 @@ use concord_testenv::faults::{FaultProxy, Faults, Verb};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams};
 
-use crate::phases::{self, Phase, Plan};
+use crate::args::Args;
+use crate::contender::Contender;
+use crate::outcome::{Outcome, Turn};
+use crate::phases::{self, Plan};
 use crate::tally::Tally;
-use crate::{Args, manager, peer};
-
-/// One of the controllers compared.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Contender {
-    /// concord with read-your-own-writes on (the default).
-    Concord,
-    /// concord with `.with_read_your_writes(false)`.
-    ConcordUngated,
-    /// The Go peer on controller-runtime v0.25, written the ordinary way.
-    ControllerRuntime,
-}
-
-impl Contender {
-    /// The name on the command line and in the tables.
-    pub(crate) const fn as_str(self) -> &'static str {
-        match self {
-            Contender::Concord => "concord",
-            Contender::ConcordUngated => "concord-ungated",
-            Contender::ControllerRuntime => "controller-runtime",
-        }
-    }
-}
-
-/// One contender's turn in one round.
-#[derive(Clone, Debug)]
-pub(crate) struct Turn {
-    /// The round, from 0.
-    pub(crate) round: usize,
-    pub(crate) hold: Duration,
-    pub(crate) parents: usize,
-    pub(crate) phases: Vec<Phase>,
-    /// Parents with the children the last phase run asks for, listed from
-    /// the API server at the end.
-    pub(crate) right: usize,
-    pub(crate) reconciles: u64,
-    /// The gate's figures (concord only): held then ran, held then
-    /// requeued, seconds waited.
-    pub(crate) held: Option<(u64, u64, f64)>,
-}
+use crate::{manager, peer};
 
 /// A contender running on its namespace.
 enum Running {
     Concord(manager::Running),
     Peer(Box<peer::Running>, PathBuf),
-}
-
-/// What the run measured: every contender's turns, in round order.
-pub(crate) struct Outcome {
-    pub(crate) turns: Vec<(Contender, Vec<Turn>)>,
-    pub(crate) per_round: usize,
 }
 
 /// Runs every round `args` asks for.

@@ -34,7 +34,7 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, Written};
 /// # async fn demo(target: concord_strategies::Target, pod: kube::core::DynamicObject)
 /// # -> Result<(), concord_strategies::Error> {
 /// use concord_strategies::{Intent, Mutation, try_strategy_for};
-/// use concord_featuregates::{StrategyDescription, StrategyName};
+/// use concord_featuregates::{ConflictPolicy, StrategyName};
 ///
 /// let strict = try_strategy_for(StrategyName::Strict, ConflictPolicy::default())?;
 /// let written = strict

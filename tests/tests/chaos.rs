@@ -154,7 +154,7 @@ fn kueue_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) -> 
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            kueue::add_controller(&mut manager, pods);
+            kueue::add_controller(&mut manager, pods)?;
             manager.run().await?;
             anyhow::Ok(())
         }
@@ -320,8 +320,12 @@ fn argo_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) -> S
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            manager.add_controller("pod-deletion", pods.clone(), argo::DeletionPath, |c| c);
-            manager.add_controller("pod-completion", pods, argo::CompletionPath, |c| c);
+            manager
+                .controller("pod-deletion", pods.clone(), argo::DeletionPath)
+                .add()?;
+            manager
+                .controller("pod-completion", pods, argo::CompletionPath)
+                .add()?;
             manager.run().await?;
             anyhow::Ok(())
         }
@@ -405,7 +409,7 @@ fn widget_operator(proxy: &FaultProxy, args: ManagerArgs, ns: &TestNamespace) ->
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            widgets::add_controller(&mut manager, &namespace);
+            widgets::add_controller(&mut manager, &namespace)?;
             manager.run().await?;
             anyhow::Ok(())
         }

@@ -184,9 +184,10 @@ async fn allocations_per_reconcile(
     ensure!(names.len() == objects, "{} ConfigMaps", names.len());
     let reconciles = Arc::new(AtomicUsize::new(0));
     let (trigger, triggers) = futures::channel::mpsc::unbounded();
-    manager.add_controller("cost-gate", maps, Counting(reconciles.clone()), move |c| {
-        c.reconcile_on(triggers)
-    });
+    manager
+        .controller("cost-gate", maps, Counting(reconciles.clone()))
+        .customize(move |c| c.reconcile_on(triggers))
+        .add()?;
     let running = concord::testing::start(manager);
     reconciled(&reconciles, objects).await?;
     let mut least = f64::INFINITY;

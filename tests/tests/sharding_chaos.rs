@@ -147,7 +147,9 @@ fn replica(
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            manager.add_controller("pods", pods, Spanned { replica, log }, |c| c);
+            manager
+                .controller("pods", pods, Spanned { replica, log })
+                .add()?;
             manager.run().await?;
             anyhow::Ok(())
         }

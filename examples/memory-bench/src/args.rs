@@ -106,7 +106,7 @@ pub struct Args {
     /// operator's default cache. Build it first: `cargo build --release -p
     /// concord-examples --example <name>`.
     #[arg(long, value_enum)]
-    pub example: Option<crate::hold::Example>,
+    pub example: Option<crate::example::Example>,
 }
 // ANCHOR_END: args
 

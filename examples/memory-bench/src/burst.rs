@@ -18,7 +18,7 @@ use crate::args::Args;
 use crate::measure::{self, Figure};
 use crate::objects::{self, census};
 use crate::process::Process;
-use crate::run::Programs;
+use crate::programs::Programs;
 
 /// The prefix of the burst's wanted values.
 const TOKEN: &str = "b";

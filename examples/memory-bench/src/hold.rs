@@ -21,48 +21,11 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::args::Args;
+use crate::example::Example;
 use crate::measure::Figure;
 use crate::objects;
 use crate::process::Process;
-use crate::report::{OPERATORS, side};
-
-/// The shipped operators the benchmark can hold objects with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Example {
-    /// `kueue-finalizer --serve` with `kueue-finalizer/guarded.yaml`: Pods
-    /// read as its `PodPhase` view.
-    KueueFinalizer,
-}
-
-impl Example {
-    /// Its executable's name (`cargo build --release -p concord-examples
-    /// --example <name>`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Example::KueueFinalizer => "kueue-finalizer",
-        }
-    }
-
-    /// Where `cargo build --release -p concord-examples --example …` puts
-    /// it, beside this executable.
-    pub(crate) fn default_path(self) -> anyhow::Result<PathBuf> {
-        let exe = std::env::current_exe().context("this executable's path")?;
-        let dir = exe.parent().context("this executable's directory")?;
-        Ok(dir.join("examples").join(self.as_str()))
-    }
-
-    /// The metadata every object carries: what makes it the example's
-    /// managed Pod, with its finalizer already on.
-    pub(crate) fn metadata(self) -> serde_json::Value {
-        match self {
-            Example::KueueFinalizer => json!({
-                "labels": {concord_examples::kueue::MANAGED_LABEL: "memory-bench"},
-                "finalizers": [concord_examples::kueue::FINALIZER],
-            }),
-        }
-    }
-}
+use crate::summary::{OPERATORS, side};
 
 /// One operator process holding the objects.
 #[derive(Clone, Debug, Serialize)]
@@ -89,9 +52,9 @@ pub struct HoldReport {
     /// Every run of every reported round.
     pub runs: Vec<HoldRun>,
     /// VmHWM and VmRSS per operator (MiB): median, min, max.
-    pub spreads: Vec<crate::report::Spread>,
+    pub spreads: Vec<crate::summary::Spread>,
     /// concord / controller-runtime VmHWM, paired by round.
-    pub ratio: Option<crate::report::Ratio>,
+    pub ratio: Option<crate::summary::Ratio>,
 }
 
 /// The two processes' command lines.
@@ -270,7 +233,7 @@ fn summarise(example: Example, runs: Vec<HoldRun>) -> HoldReport {
             if v.is_empty() {
                 continue;
             }
-            spreads.push(crate::report::Spread {
+            spreads.push(crate::summary::Spread {
                 operator: operator.to_owned(),
                 figure: figure.to_owned(),
                 median: median(&v),
@@ -282,7 +245,7 @@ fn summarise(example: Example, runs: Vec<HoldRun>) -> HoldReport {
     let (_, hwm) = figures[0];
     let ratio =
         Interval::paired(&values(OPERATORS[0], hwm), &values(OPERATORS[1], hwm)).map(|interval| {
-            crate::report::Ratio {
+            crate::summary::Ratio {
                 figure: figures[0].0.to_owned(),
                 interval,
                 against_peer: side(&interval, 1.0, ["lower", "higher"]),
@@ -370,7 +333,7 @@ pub(crate) fn table(report: &HoldReport) -> String {
         "\n`{} --serve` (concord) and the controller-runtime operator's default cache, each holding the objects and reconciling each once\n",
         report.example.as_str()
     );
-    out.push_str(&crate::report::tables(
+    out.push_str(&crate::summary::tables(
         &report.spreads,
         &["held VmHWM MiB", "held VmRSS MiB"],
         report.ratio.as_slice(),

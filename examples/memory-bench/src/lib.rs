@@ -33,14 +33,17 @@ mod alloc;
 mod args;
 mod burst;
 mod choice;
+mod example;
 mod hold;
 mod measure;
 mod objects;
 pub mod operator;
 mod process;
+mod programs;
 mod report;
 mod run;
 mod status;
+mod summary;
 mod widget;
 
 #[doc(inline)]
@@ -52,16 +55,20 @@ pub use burst::{BurstReport, Sample};
 #[doc(inline)]
 pub use choice::AllocatorChoice;
 #[doc(inline)]
-pub use hold::{Example, HoldReport, HoldRun};
+pub use example::Example;
+#[doc(inline)]
+pub use hold::{HoldReport, HoldRun};
 #[doc(inline)]
 pub use measure::{Figure, Malloc, RunFigures};
 #[doc(inline)]
 pub use objects::{Kind, ROUND, WANT};
 #[doc(inline)]
-pub use report::{OPERATORS, Ratio, Report, Spread, table};
+pub use report::{Report, table};
 #[doc(inline)]
 pub use run::{peer, run};
 #[doc(inline)]
 pub use status::Status;
+#[doc(inline)]
+pub use summary::{OPERATORS, Ratio, Spread};
 #[doc(inline)]
 pub use widget::{Widget, WidgetSpec};

@@ -256,9 +256,10 @@ where
 {
     let api: Api<K> = Api::namespaced(client.clone(), &args.namespace);
     let concurrency = args.concurrency;
-    manager.add_controller("memory-bench", api, reconciler, move |c| {
-        c.with_config(Config::default().concurrency(concurrency))
-    });
+    manager
+        .controller("memory-bench", api, reconciler)
+        .customize(move |c| c.with_config(Config::default().concurrency(concurrency)))
+        .add()?;
     let store = manager
         .context::<K>()
         .store()

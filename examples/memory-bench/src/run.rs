@@ -8,10 +8,12 @@ use anyhow::Context as _;
 use crate::args::Args;
 use crate::burst;
 use crate::choice::AllocatorChoice;
+use crate::example::Example;
 use crate::hold::{self, HoldPrograms};
 use crate::measure::{self, RunFigures};
 use crate::objects::{self, Kind};
 use crate::operator::CacheMode;
+use crate::programs::Programs;
 use crate::report::Report;
 
 /// The Go module of the controller-runtime operator.
@@ -31,61 +33,6 @@ pub fn peer() -> anyhow::Result<PathBuf> {
     )
     .ensure()
     .context("building the controller-runtime operator")
-}
-
-/// What the two operators are started with.
-pub(crate) struct Programs {
-    pub(crate) concord: PathBuf,
-    pub(crate) peer: PathBuf,
-    pub(crate) kubeconfig: PathBuf,
-    /// How the concord operator's cache holds the objects.
-    pub(crate) layout: concord::cache::CacheLayout,
-}
-
-impl Programs {
-    /// The concord operator's command line.
-    pub(crate) fn concord_args(
-        &self,
-        namespace: &str,
-        kind: Kind,
-        cache: CacheMode,
-        concurrency: u16,
-        sleep_ms: u64,
-        choice: AllocatorChoice,
-    ) -> Vec<String> {
-        let mut argv: Vec<String> = vec![
-            "operator".into(),
-            "--kubeconfig".into(),
-            self.kubeconfig.display().to_string(),
-            "--namespace".into(),
-            namespace.into(),
-            "--kind".into(),
-            kind.as_str().into(),
-            "--cache".into(),
-            cache.as_str().into(),
-            "--layout".into(),
-            self.layout.as_str().into(),
-            "--concurrency".into(),
-            concurrency.to_string(),
-            "--sleep-ms".into(),
-            sleep_ms.to_string(),
-        ];
-        if choice.trims() {
-            argv.push("--trim-when-idle".into());
-        }
-        argv
-    }
-
-    /// The controller-runtime operator's command line.
-    pub(crate) fn peer_args(&self, namespace: &str, args: &Args) -> Vec<String> {
-        vec![
-            format!("-kubeconfig={}", self.kubeconfig.display()),
-            format!("-namespace={namespace}"),
-            format!("-kind={}", args.kind.as_str()),
-            format!("-cache={}", args.cache.peer().as_str()),
-            format!("-concurrency={}", args.concurrency),
-        ]
-    }
 }
 
 /// Runs the benchmark `args` describes and returns its report.
@@ -132,7 +79,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
         let namespace =
             concord_race_bench::create_namespace(&client, "memory", args.kind.as_str()).await?;
         let api = objects::api(&client, &namespace, args.kind);
-        let extra = args.example.map(hold::Example::metadata);
+        let extra = args.example.map(Example::metadata);
         objects::create(&api, args.kind, args.pods, extra.as_ref()).await?;
         let result = match args.example {
             Some(example) => {

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
+use crate::failure::Failure;
 use crate::scenarios::Change;
-use crate::send::Failure;
 use crate::tally::Tally;
 
 /// One PATCH making `change` on the pod called `name`. The server removes

@@ -7,8 +7,8 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::{DynamicObject, ObjectMeta};
 use serde_json::{Value, json};
 
+use crate::failure::Failure;
 use crate::scenarios::Change;
-use crate::send::Failure;
 use crate::tally::Tally;
 
 /// A JSON patch `remove /metadata/finalizers/<i>` (plus the label), `i`

@@ -21,7 +21,8 @@
 //!
 //! The files beside this one are its parts: [`Args`] (the command line),
 //! `scenarios/` (what each scenario creates, writes and expects), `send`,
-//! `raw`, `json_index` and `ceiling` (how each contender writes), `peer`
+//! `raw`, `json_index` and `ceiling` (how each contender writes, a `failure`
+//! when a write does not happen), `peer`
 //! (the controller-runtime program in `peer/`), `controller`, `cache` and
 //! `foreign` (who writes), `verify`, `stats`, `sequential`, `wire` and `usage` (what is
 //! measured), and the outputs ([`markdown`], `json`, `svg`, `progress`) and
@@ -41,6 +42,7 @@ mod cache;
 mod ceiling;
 mod check;
 mod controller;
+mod failure;
 mod foreign;
 mod json;
 mod json_index;
@@ -60,6 +62,7 @@ mod setup;
 mod stats;
 mod svg;
 mod tally;
+mod target_check;
 mod targets;
 #[cfg(test)]
 mod test_support;
@@ -86,6 +89,6 @@ pub use sequential::{ALPHA, FIRST_LOOK, Stopping};
 #[doc(inline)]
 pub use stats::{Interval, Verdict, median, t_quantile};
 #[doc(inline)]
-pub use targets::TargetCheck;
+pub use target_check::TargetCheck;
 #[doc(inline)]
 pub use usage::peak_rss_kib;

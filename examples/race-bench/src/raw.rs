@@ -9,8 +9,8 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::{DynamicObject, ObjectMeta};
 use serde_json::{Map, Value, json};
 
+use crate::failure::Failure;
 use crate::scenarios::Change;
-use crate::send::Failure;
 use crate::tally::Tally;
 
 /// Attempts in all, as client-go's `retry.DefaultRetry`.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use concord::strategies::{
-    ConflictPolicy, Error, FreshCopies, Intent, Mutation, Target, WriteMetrics, WriteStrategy,
+    ConflictPolicy, FreshCopies, Intent, Mutation, Target, WriteMetrics, WriteStrategy,
     strategy_for,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -11,43 +11,13 @@ use kube::Client;
 use kube::api::{Api, PatchParams};
 use kube::core::{ApiResource, DynamicObject};
 
+use crate::failure::Failure;
 use crate::scenarios::Change;
 use crate::tally::{Counts, Tally};
 use crate::{Contender, ceiling, json_index, raw};
 
 /// The field manager of the benchmark's controller.
 pub(crate) const FIELD_MANAGER: &str = "race-bench";
-
-/// A write that did not happen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Failure {
-    /// Whether a controller would requeue it (conflicts, throttling, server
-    /// errors) rather than give up (validation errors such as a 422).
-    pub(crate) retryable: bool,
-}
-
-impl Failure {
-    /// Classify a kube-rs error.
-    pub(crate) fn from_kube(err: &kube::Error) -> Self {
-        let retryable = match err {
-            kube::Error::Api(s) => matches!(s.code, 409 | 429 | 500..=599),
-            _ => true,
-        };
-        Failure { retryable }
-    }
-
-    /// Classify a concord error.
-    fn from_concord(err: &Error) -> Self {
-        let retryable = matches!(
-            err,
-            Error::Conflict { .. }
-                | Error::ConflictRetriesExhausted { .. }
-                | Error::TransientRetriesExhausted { .. }
-                | Error::Request { .. }
-        );
-        Failure { retryable }
-    }
-}
 
 /// How one contender sends writes, with what it counts.
 pub(crate) struct Sender {

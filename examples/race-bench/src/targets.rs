@@ -3,10 +3,8 @@
 //! interval and what that interval says about the target's floor. They are
 //! reported, never enforced: only `--baseline` asks for a failing check.
 
-use serde::{Deserialize, Serialize};
-
 use crate::sequential::{Check, Tracker};
-use crate::stats::{Interval, Verdict};
+use crate::target_check::TargetCheck;
 use crate::{Report, StrategyResult};
 
 /// `(contender, against, floor)`: the contender's writes/s over the other's.
@@ -28,25 +26,6 @@ const TARGETS: [(&str, &str, f64); 10] = [
     ("apply", "ceiling", 0.9),
     ("locked", "ceiling", 0.9),
 ];
-
-/// One target's comparison in one run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetCheck {
-    /// The contender measured.
-    pub contender: String,
-    /// The contender it is compared with.
-    pub against: String,
-    /// The ratio the target asks for at least.
-    pub floor: f64,
-    /// `contender / against` writes/s, paired by round.
-    pub interval: Interval,
-    /// What the interval says about `floor`.
-    pub verdict: Verdict,
-    /// The round count after which it was decided; `None` while undecided.
-    #[serde(default)]
-    pub decided_after_rounds: Option<u64>,
-}
 
 /// The targets whose two contenders both ran, as checks to decide.
 pub(crate) fn wanted(contenders: &[&str]) -> Vec<Check> {
@@ -112,6 +91,7 @@ pub(crate) fn markdown(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::{Interval, Verdict};
     use crate::test_support::{report, result};
 
     #[test]

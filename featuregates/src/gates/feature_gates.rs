@@ -139,31 +139,3 @@ impl FeatureGates {
         &self.inner.values[feature.index()]
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::{FeatureRegistry, FeatureSpec};
-
-    #[test]
-    #[should_panic(expected = "belongs to another registry")]
-    fn enabled_panics_on_foreign_handle() {
-        let mut other = FeatureRegistry::new();
-        let foreign = other.register(FeatureSpec::alpha("A")).unwrap();
-        let mut registry = FeatureRegistry::new();
-        registry.register(FeatureSpec::alpha("A")).unwrap();
-        let _ = registry.freeze().enabled(foreign);
-    }
-
-    #[test]
-    fn iter_lists_gates_in_registration_order() {
-        let mut registry = FeatureRegistry::new();
-        registry.register(FeatureSpec::beta("B")).unwrap();
-        registry.register(FeatureSpec::alpha("A")).unwrap();
-        let gates = registry.freeze();
-        let names: Vec<_> = gates
-            .iter()
-            .map(|state| (state.spec.name, state.enabled))
-            .collect();
-        assert_eq!(names, [("B", true), ("A", false)]);
-    }
-}

@@ -132,7 +132,7 @@ impl FeatureSpec {
         let name = self.name;
         let well_formed = name.starts_with(|c: char| c.is_ascii_uppercase())
             && name.chars().all(|c| c.is_ascii_alphanumeric());
-        if !well_formed || super::is_pseudo_gate(name) {
+        if !well_formed || super::names::is_pseudo_gate(name) {
             return Err(RegistryError::InvalidGateName { name });
         }
         let inconsistent = |reason| Err(RegistryError::InconsistentSpec { name, reason });

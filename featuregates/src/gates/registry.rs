@@ -3,9 +3,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::feature::Feature;
 use super::feature_gates::FeatureGates;
 use super::feature_spec::FeatureSpec;
+use super::names::{ALL_ALPHA, ALL_BETA, normalize};
 use super::registry_error::RegistryError;
 use super::setting::{GateSetting, SettingValue, parse_gate_list};
-use super::{ALL_ALPHA, ALL_BETA, normalize};
 use crate::{ConfigError, Origin, Problem, Stage, Warning};
 
 static NEXT_REGISTRY: AtomicU32 = AtomicU32::new(1);
@@ -338,5 +338,28 @@ mod tests {
         );
         assert_eq!(registry.canonical_name("ALL_ALPHA"), Some("AllAlpha"));
         assert_eq!(registry.canonical_name("NOPE"), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "belongs to another registry")]
+    fn enabled_panics_on_foreign_handle() {
+        let mut other = FeatureRegistry::new();
+        let foreign = other.register(FeatureSpec::alpha("A")).unwrap();
+        let mut registry = FeatureRegistry::new();
+        registry.register(FeatureSpec::alpha("A")).unwrap();
+        let _ = registry.freeze().enabled(foreign);
+    }
+
+    #[test]
+    fn iter_lists_gates_in_registration_order() {
+        let mut registry = FeatureRegistry::new();
+        registry.register(FeatureSpec::beta("B")).unwrap();
+        registry.register(FeatureSpec::alpha("A")).unwrap();
+        let gates = registry.freeze();
+        let names: Vec<_> = gates
+            .iter()
+            .map(|state| (state.spec.name, state.enabled))
+            .collect();
+        assert_eq!(names, [("B", true), ("A", false)]);
     }
 }

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use figment::value::{Dict, Value};
 use figment::{Figment, Profile, Provider};
 
+use super::keys::{ENV_FEATURE_GATES, ENV_GATE_PREFIX, FEATURE_GATES_KEY, STRATEGIES_KEY};
 use super::locator::Locator;
 use super::provider::ParsedProvider;
-use super::{ENV_FEATURE_GATES, ENV_GATE_PREFIX, FEATURE_GATES_KEY, STRATEGIES_KEY, describe};
+use super::values::describe;
 use crate::gates::setting::{GateSetting, SettingValue, parse_bool, parse_gate_list};
 use crate::strategies::resolve;
 use crate::strategies::rules::parse_rules;

@@ -24,7 +24,7 @@ impl<'a> Locator<'a> {
         match &metadata.source {
             Some(Source::File(file)) => Origin::File {
                 path: file.clone(),
-                key: super::join_key(path),
+                key: super::keys::join_key(path),
                 line: self.text(file).and_then(|text| locate_line(text, path)),
             },
             Some(Source::Custom(var)) if metadata.name == ENV_METADATA => {

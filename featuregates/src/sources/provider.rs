@@ -40,7 +40,10 @@ impl ParsedProvider {
         let mut gates = Dict::new();
         gates.insert(setting.name, value);
         let mut dict = Dict::new();
-        dict.insert(super::FEATURE_GATES_KEY.to_owned(), Value::from(gates));
+        dict.insert(
+            super::keys::FEATURE_GATES_KEY.to_owned(),
+            Value::from(gates),
+        );
         ParsedProvider { metadata, dict }
     }
 }

@@ -86,8 +86,24 @@ impl<K: AnyObject, R: Reconciler<K>> fmt::Debug for ControllerBuilder<'_, K, R> 
 
 impl Manager {
     /// Starts adding a controller named `name` for `K`, listing and
-    /// watching through `api`; see [`ControllerBuilder`]. Without options
-    /// it is [`add_controller`](Self::add_controller).
+    /// watching through `api`; see [`ControllerBuilder`] for its options,
+    /// and [`add`](ControllerBuilder::add) to add it:
+    /// `manager.controller("pods", api, reconciler).add()?`. This is the
+    /// one way to add a controller.
+    ///
+    /// Controllers of the same type, `api` scope and watch selector share
+    /// one watch and one cache (see [`Context::cached`](crate::Context::cached)),
+    /// which also serves their writes' re-reads after a conflict. In a
+    /// sharded manager (`--shards`) the cache holds what this replica's
+    /// shard selects (in `label` mode only its own shard's objects).
+    ///
+    /// The cache stores objects trimmed by the builder's
+    /// [`CacheTrim`](crate::cache::CacheTrim) (by default without
+    /// `managedFields` and the last-applied annotation, each kept where the
+    /// resource's strategies read it). For a controller that reads only
+    /// metadata, pass an `Api<PartialObjectMeta<K>>` (kube's metadata
+    /// type): the watch and the cache then hold `ObjectMeta` only, and
+    /// writes still go to `K` through its strategies.
     pub fn controller<K, R>(
         &mut self,
         name: &str,

@@ -75,7 +75,7 @@ impl<K: AnyObject, E> Default for Parts<K, E> {
 /// # async fn demo() -> Result<(), concord::Error> {
 /// let mut manager = Manager::builder("labeller").build().await?;
 /// let api = kube::Api::<ConfigMap>::all(manager.client().clone());
-/// manager.add_controller("configmaps", api, Labeller, |c| c);
+/// manager.controller("configmaps", api, Labeller).add()?;
 /// manager.run().await
 /// # }
 /// ```
@@ -222,44 +222,6 @@ impl Manager {
             Some(store) => context.with_store(store),
             None => context,
         }
-    }
-
-    /// Adds a controller for `K` listing and watching through `api`.
-    /// Controllers of the same type, `api` scope and watch selector share
-    /// one watch and one cache (see [`Context::cached`]), which also serves
-    /// their writes' re-reads after a conflict. In a sharded manager
-    /// (`--shards`) the cache holds what this replica's shard selects (in
-    /// `label` mode only its own shard's objects).
-    ///
-    /// The cache stores objects trimmed by the builder's
-    /// [`CacheTrim`](crate::cache::CacheTrim) (by default without `managedFields`
-    /// and the last-applied annotation, each kept where the resource's
-    /// strategies read it). For a controller that reads only metadata, pass
-    /// an `Api<PartialObjectMeta<K>>` (kube's metadata type): the watch and
-    /// the cache then hold `ObjectMeta` only, and writes still go to `K`
-    /// through its strategies.
-    ///
-    /// `customize` gets the kube-runtime [`Controller`] to add owned and
-    /// watched resources (`.owns(..)`, `.watches(..)`) or a concurrency
-    /// limit (`.with_config(..)`).
-    ///
-    /// For a label or field selector, a namespace set, a [`Predicate`](crate::Predicate)
-    /// or an error policy, use [`controller`](Self::controller).
-    pub fn add_controller<K, R, F>(&mut self, name: &str, api: Api<K>, reconciler: R, customize: F)
-    where
-        K: Object,
-        R: Reconciler<K>,
-        F: FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
-    {
-        self.install(
-            name,
-            api,
-            Vec::new(),
-            (),
-            reconciler,
-            Parts::default(),
-            Box::new(customize),
-        );
     }
 
     /// Adds a controller: `more` are further namespaces' `Api`s whose

@@ -103,8 +103,14 @@ async fn main() -> anyhow::Result<()> {
     // run: an unbounded burst queues the membership renewals behind it at
     // the API server (same user, same flow) past the renew deadline.
     let bounded = |c: Controller<ConfigMap>| c.with_config(Config::default().concurrency(8));
-    manager.add_controller("path-a", api.clone(), a, bounded);
-    manager.add_controller("path-b", api, b, bounded);
+    manager
+        .controller("path-a", api.clone(), a)
+        .customize(bounded)
+        .add()?;
+    manager
+        .controller("path-b", api, b)
+        .customize(bounded)
+        .add()?;
     let metrics = manager.metrics();
     manager.run().await?;
     print!("{}", metrics.render());

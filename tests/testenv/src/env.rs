@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -11,6 +11,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ObjectMeta;
 use kube::{Client, Config};
 
+use crate::poll::poll;
 use crate::{ControlPlane, ControlPlaneOptions, Error, TestNamespace};
 
 /// Set this to a kubeconfig path to run the tests against an existing
@@ -275,25 +276,4 @@ fn load_config(path: &Path) -> Result<Config, Error> {
             .join()
             .unwrap_or_else(|_| Err(unusable("loading panicked".into())))
     })
-}
-
-/// Polls `check` every 50 ms until it answers `true` or `limit` has passed.
-pub(crate) async fn poll<F, Fut>(what: &str, limit: Duration, mut check: F) -> Result<(), Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool, Error>>,
-{
-    let start = Instant::now();
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        if start.elapsed() > limit {
-            return Err(Error::Timeout {
-                what: what.into(),
-                seconds: limit.as_secs(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

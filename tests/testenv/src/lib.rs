@@ -42,6 +42,7 @@ mod env;
 mod error;
 pub mod faults;
 mod namespace;
+mod poll;
 
 #[doc(inline)]
 pub use binary::{ControlPlaneBinary, GoProgram};

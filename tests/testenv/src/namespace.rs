@@ -7,7 +7,7 @@ use kube::api::{Api, PostParams};
 use kube::core::ObjectMeta;
 
 use crate::Error;
-use crate::env::poll;
+use crate::poll::poll;
 
 /// A namespace of its own for one test, with an admin client.
 ///

@@ -88,7 +88,9 @@ async fn a_label_selected_controller_sees_only_labelled_objects_and_a_relabelled
         .add()?;
     // ANCHOR_END: labels
     let (everything, all_seen) = seen::<ConfigMap>();
-    manager.add_controller("all-maps", maps.clone(), everything, |c| c);
+    manager
+        .controller("all-maps", maps.clone(), everything)
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -140,7 +142,9 @@ async fn a_field_selected_controller_sees_only_pods_on_its_node() -> Result<()> 
         .add()?;
     // ANCHOR_END: fields
     let (everything, all_seen) = seen::<Pod>();
-    manager.add_controller("all-pods", pods.clone(), everything, |c| c);
+    manager
+        .controller("all-pods", pods.clone(), everything)
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -426,12 +430,9 @@ async fn a_generation_predicate_skips_status_changes_and_never_spec_changes() ->
     // ANCHOR_END: predicate
     // Same selection, so the same watch and the same order of events.
     let every = Arc::new(Mutex::new(Vec::new()));
-    manager.add_controller(
-        "every-change",
-        gadgets.clone(),
-        Generations(every.clone()),
-        |c| c,
-    );
+    manager
+        .controller("every-change", gadgets.clone(), Generations(every.clone()))
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 

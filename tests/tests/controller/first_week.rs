@@ -285,7 +285,9 @@ async fn the_test_harness_starts_waits_and_stops_a_manager() -> Result<()> {
     let client = env.client()?;
     let maps = Api::<ConfigMap>::namespaced(client.clone(), ns.name());
     let mut manager = concord::testing::manager("harness", client).await?;
-    manager.add_controller("labeller", maps.clone(), Labelling::default(), |c| c);
+    manager
+        .controller("labeller", maps.clone(), Labelling::default())
+        .add()?;
     let running = concord::testing::start(manager);
     maps.create(&PostParams::default(), &config_map(None, "watched"))
         .await?;

@@ -125,7 +125,9 @@ async fn a_new_object_overtakes_the_initial_list_and_the_list_still_drains_once(
     // ANCHOR_END: concurrency
     // Same type and selection: the same shared watch, so once this one
     // has seen an object, the slow controller's queue holds it too.
-    manager.add_controller("fast-maps", maps.clone(), Fast(fast_log.clone()), |c| c);
+    manager
+        .controller("fast-maps", maps.clone(), Fast(fast_log.clone()))
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 

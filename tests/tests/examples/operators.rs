@@ -58,7 +58,7 @@ async fn kueue_keeps_every_foreign_finalizer(config: &str, removal: StrategyName
             .strategy(Operation::RemoveFinalizer),
         removal
     );
-    kueue::add_controller(&mut manager, Api::namespaced(ns.client(), ns.name()));
+    kueue::add_controller(&mut manager, Api::namespaced(ns.client(), ns.name()))?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -119,8 +119,12 @@ async fn argo_operator_records_each_pod_once_when_both_paths_race() -> Result<()
         StrategyName::Update
     );
     let pods: Api<argo::PodPhase> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);
-    manager.add_controller("pod-completion", pods, CompletionPath, |c| c);
+    manager
+        .controller("pod-deletion", pods.clone(), DeletionPath)
+        .add()?;
+    manager
+        .controller("pod-completion", pods, CompletionPath)
+        .add()?;
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
@@ -161,7 +165,7 @@ async fn crd_operator_owns_shards_reports_status_and_cleans_up() -> Result<()> {
         FeatureRegistry::new(),
     )
     .await;
-    widgets::add_controller(&mut manager, ns.name());
+    widgets::add_controller(&mut manager, ns.name())?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 

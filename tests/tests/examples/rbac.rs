@@ -151,7 +151,7 @@ async fn kueue_operator_needs_only_its_generated_rules() -> Result<()> {
     )
     .await?;
     let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), ns.name());
-    kueue::add_controller(&mut manager, pods);
+    kueue::add_controller(&mut manager, pods)?;
     let outside: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "outside"}}))?;
     let outside = Api::namespaced(ns.client(), ns.name())
         .create(&PostParams::default(), &outside)
@@ -195,8 +195,12 @@ async fn argo_operator_needs_only_its_generated_rules() -> Result<()> {
     )
     .await?;
     let pods: Api<PodPhase> = Api::namespaced(manager.client().clone(), ns.name());
-    manager.add_controller("pod-deletion", pods.clone(), DeletionPath, |c| c);
-    manager.add_controller("pod-completion", pods, CompletionPath, |c| c);
+    manager
+        .controller("pod-deletion", pods.clone(), DeletionPath)
+        .add()?;
+    manager
+        .controller("pod-completion", pods, CompletionPath)
+        .add()?;
     let outside: Secret = serde_json::from_value(json!({"metadata": {"name": "outside"}}))?;
     let outside = Api::namespaced(ns.client(), ns.name())
         .create(&PostParams::default(), &outside)
@@ -230,7 +234,7 @@ async fn crd_operator_needs_only_its_generated_rules() -> Result<()> {
         rules,
     )
     .await?;
-    widgets::add_controller(&mut manager, ns.name());
+    widgets::add_controller(&mut manager, ns.name())?;
     let outside: Secret = serde_json::from_value(json!({"metadata": {"name": "outside"}}))?;
     let outside = Api::namespaced(ns.client(), ns.name())
         .create(&PostParams::default(), &outside)
@@ -287,12 +291,13 @@ async fn crd_operator_cannot_create_shards_without_the_generated_create_verb() -
     )
     .await?;
     let client = manager.client().clone();
-    manager.add_controller(
-        "widgets",
-        Api::namespaced(client, ns.name()),
-        WidgetReconciler,
-        |c| c,
-    );
+    manager
+        .controller(
+            "widgets",
+            Api::namespaced(client, ns.name()),
+            WidgetReconciler,
+        )
+        .add()?;
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());

@@ -126,7 +126,9 @@ async fn the_cache_leaves_out_managed_fields_and_last_applied_and_writes_keep_bo
         let (created, applied) = applied_config_map(&maps).await?;
         let mut manager = manager(ns.client(), strategy, trim).await;
         let handed = Arc::new(Mutex::new(None));
-        manager.add_controller("configmaps", maps.clone(), Labeller(handed.clone()), |c| c);
+        manager
+            .controller("configmaps", maps.clone(), Labeller(handed.clone()))
+            .add()?;
         let stop = manager.shutdown_handle();
         let running = tokio::spawn(manager.run());
         let labelled = eventually(Duration::from_secs(30), || async {
@@ -203,7 +205,9 @@ async fn a_slow_controller_still_reconciles_every_object_at_its_final_version() 
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let mut manager = manager(ns.client(), "strict", CacheTrim::default()).await;
     let seen = Arc::new(Mutex::new(HashMap::new()));
-    manager.add_controller("configmaps", maps.clone(), Slow(seen.clone()), |c| c);
+    manager
+        .controller("configmaps", maps.clone(), Slow(seen.clone()))
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -289,7 +293,7 @@ async fn on_one_pod(
     env: &TestEnv,
     strategy: &str,
     until: &str,
-    add: impl FnOnce(&mut Manager, &TestNamespace),
+    add: impl FnOnce(&mut Manager, &TestNamespace) -> Result<(), concord::Error>,
 ) -> Result<Pod> {
     let ns = env.namespace().await?;
     let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
@@ -307,7 +311,7 @@ async fn on_one_pod(
         )
         .await?;
     let mut manager = manager(ns.client(), strategy, CacheTrim::default()).await;
-    add(&mut manager, &ns);
+    add(&mut manager, &ns)?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     let done = eventually(Duration::from_secs(30), || async {
@@ -352,7 +356,9 @@ async fn a_metadata_only_controller_writes_metadata_and_nothing_else() -> Result
         let stored = on_one_pod(env, strategy, SEEN, |manager, ns| {
             // ANCHOR: metadata
             let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
-            manager.add_controller("pod-metadata", metadata, MetadataOnly, |c| c);
+            manager
+                .controller("pod-metadata", metadata, MetadataOnly)
+                .add()
             // ANCHOR_END: metadata
         })
         .await?;
@@ -417,7 +423,7 @@ async fn a_view_controller_writes_what_it_changed_and_nothing_else() -> Result<(
     for strategy in ["strict", "guarded", "update", "lax"] {
         let stored = on_one_pod(env, strategy, "phase", |manager, ns| {
             let views: Api<PodPhase> = Api::namespaced(ns.client(), ns.name());
-            manager.add_controller("pod-phase", views, PhaseLabeller, |c| c);
+            manager.controller("pod-phase", views, PhaseLabeller).add()
         })
         .await?;
         assert_eq!(
@@ -474,9 +480,15 @@ async fn the_store_a_context_hands_out_becomes_ready_once_the_cache_synced() -> 
     let whole: Api<Pod> = Api::namespaced(ns.client(), ns.name());
     let metadata: Api<PartialObjectMeta<Pod>> = Api::namespaced(ns.client(), ns.name());
     let views: Api<PodPhase> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("whole", whole, concord_tests::Idle, |c| c);
-    manager.add_controller("metadata", metadata, concord_tests::Idle, |c| c);
-    manager.add_controller("views", views, concord_tests::Idle, |c| c);
+    manager
+        .controller("whole", whole, concord_tests::Idle)
+        .add()?;
+    manager
+        .controller("metadata", metadata, concord_tests::Idle)
+        .add()?;
+    manager
+        .controller("views", views, concord_tests::Idle)
+        .add()?;
     let stores = (
         manager.context::<Pod>().store().expect("a store of Pods"),
         manager
@@ -508,7 +520,9 @@ async fn waiting_for_a_store_fails_when_the_manager_stops_before_it_synced() -> 
     let ns = env.namespace().await?;
     let mut manager = manager(ns.client(), "guarded", CacheTrim::default()).await;
     let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("never-runs", pods, concord_tests::Idle, |c| c);
+    manager
+        .controller("never-runs", pods, concord_tests::Idle)
+        .add()?;
     let store = manager.context::<Pod>().store().expect("a store of Pods");
     let waiter = tokio::spawn(async move { store.wait_until_ready().await });
     drop(manager);
@@ -577,7 +591,9 @@ async fn a_metadata_only_write_rereads_from_a_full_cache_after_a_conflict() -> R
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let (created, applied) = applied_config_map(&maps).await?;
     let mut manager = manager(ns.client(), "strict", CacheTrim::default()).await;
-    manager.add_controller("whole", maps.clone(), concord_tests::Idle, |c| c);
+    manager
+        .controller("whole", maps.clone(), concord_tests::Idle)
+        .add()?;
     // A metadata-only controller of the same resource, whose own cache
     // does not hold `settings`.
     let metadata: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(ns.client(), ns.name());
@@ -667,7 +683,9 @@ async fn view_write_after_a_conflict(
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let (created, applied) = applied_config_map(&maps).await?;
     let mut manager = manager(ns.client(), "strict", CacheTrim::default()).await;
-    manager.add_controller("whole", maps.clone(), concord_tests::Idle, |c| c);
+    manager
+        .controller("whole", maps.clone(), concord_tests::Idle)
+        .add()?;
     let resource = ApiResource::erase::<ConfigMap>(&());
     if dynamic {
         let objects = Api::<DynamicObject>::namespaced_with(ns.client(), ns.name(), &resource);
@@ -750,7 +768,9 @@ async fn synced_through(proxy: &FaultProxy, ns: &TestNamespace) -> Result<usize>
     let client = kube::Client::try_from(proxy.config())?;
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
     let mut manager = manager(client, "strict", CacheTrim::default()).await;
-    manager.add_controller("maps", maps, concord_tests::Idle, |c| c);
+    manager
+        .controller("maps", maps, concord_tests::Idle)
+        .add()?;
     let store = manager
         .context::<ConfigMap>()
         .store()

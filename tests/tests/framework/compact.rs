@@ -111,14 +111,15 @@ async fn race(env: &TestEnv, strategy: &'static str, layout: CacheLayout) -> Res
     }
     let (mut manager, _config) = manager_in(&ns, strategy, layout).await?;
     let reconciles = Arc::new(Mutex::new(HashMap::new()));
-    manager.add_controller(
-        "rounds",
-        maps.clone(),
-        Rounds {
-            reconciles: reconciles.clone(),
-        },
-        |c| c,
-    );
+    manager
+        .controller(
+            "rounds",
+            maps.clone(),
+            Rounds {
+                reconciles: reconciles.clone(),
+            },
+        )
+        .add()?;
     let store = manager
         .context::<ConfigMap>()
         .store()
@@ -261,7 +262,9 @@ async fn a_compact_caches_controller_gets_the_requeues_it_asks_for() -> Result<(
     }
     let (mut manager, _config) = manager_in(&ns, "guarded", CacheLayout::Compact).await?;
     let ticks = Arc::new(Mutex::new(HashMap::new()));
-    manager.add_controller("ticks", maps.clone(), Ticks(ticks.clone()), |c| c);
+    manager
+        .controller("ticks", maps.clone(), Ticks(ticks.clone()))
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     let all_ticked = eventually(Duration::from_secs(30), || async {

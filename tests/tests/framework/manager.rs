@@ -105,7 +105,9 @@ async fn controller_reconciles_objects_end_to_end() -> Result<()> {
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let (reconciler, _, cleaned_up) = labeller();
     let mut manager = manager(env.client()?, ManagerArgs::new()).await;
-    manager.add_controller("configmaps", maps.clone(), reconciler, |c| c);
+    manager
+        .controller("configmaps", maps.clone(), reconciler)
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -148,7 +150,9 @@ async fn metrics_after_run(config: PathBuf) -> Result<String> {
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let (reconciler, _, _) = labeller();
     let mut manager = manager(env.client()?, ManagerArgs::new().with_config(config)).await;
-    manager.add_controller("configmaps", maps.clone(), reconciler, |c| c);
+    manager
+        .controller("configmaps", maps.clone(), reconciler)
+        .add()?;
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
@@ -206,14 +210,16 @@ async fn one_leader_reconciles_and_a_standby_takes_over() -> Result<()> {
 
     let (first, first_count, _) = labeller();
     let mut leader = manager(env.client()?, args.clone()).await;
-    leader.add_controller("configmaps", maps.clone(), first, |c| c);
+    leader.controller("configmaps", maps.clone(), first).add()?;
     let stop_leader = leader.shutdown_handle();
     let leader_run = tokio::spawn(leader.run());
     tokio::time::sleep(Duration::from_secs(1)).await; // let the first one win the lease
 
     let (second, second_count, _) = labeller();
     let mut standby = manager(env.client()?, args).await;
-    standby.add_controller("configmaps", maps.clone(), second, |c| c);
+    standby
+        .controller("configmaps", maps.clone(), second)
+        .add()?;
     let stop_standby = standby.shutdown_handle();
     let standby_run = tokio::spawn(standby.run());
 

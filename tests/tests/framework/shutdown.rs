@@ -74,9 +74,10 @@ async fn shutdown_mid_work(signals: bool, stop: impl FnOnce(ShutdownHandle)) -> 
     let reconciler = TwoStep {
         started: started.clone(),
     };
-    manager.add_controller("two-step", maps.clone(), reconciler, |c| {
-        c.with_config(kube::runtime::controller::Config::default().concurrency(4))
-    });
+    manager
+        .controller("two-step", maps.clone(), reconciler)
+        .customize(|c| c.with_config(kube::runtime::controller::Config::default().concurrency(4)))
+        .add()?;
     let handle = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -59,12 +59,13 @@ async fn a_misspelt_row_and_lax_cells_are_named_at_start_up() -> Result<()> {
         .with_signal_handling(false)
         .build()
         .await?;
-    manager.add_controller(
-        "configmaps",
-        Api::<ConfigMap>::namespaced(ns.client(), ns.name()),
-        Idle,
-        |c| c,
-    );
+    manager
+        .controller(
+            "configmaps",
+            Api::<ConfigMap>::namespaced(ns.client(), ns.name()),
+            Idle,
+        )
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;

@@ -48,7 +48,7 @@ async fn two_operators_on_defaults_elect_on_leases_of_their_own_names() -> Resul
             .build()
             .await?;
         let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-        manager.add_controller("configmaps", maps, Idle, |c| c);
+        manager.controller("configmaps", maps, Idle).add()?;
         stops.push(manager.shutdown_handle());
         runs.push(tokio::spawn(manager.run()));
     }

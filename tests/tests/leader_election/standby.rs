@@ -75,7 +75,9 @@ async fn replica(env: &TestEnv, ns: &str, lease: &str, cold: bool) -> Result<Rep
         .await?;
     let seen = Seen::default();
     let api: Api<ConfigMap> = Api::namespaced(manager.client().clone(), ns);
-    manager.add_controller("configmaps", api, Record(seen.clone()), |c| c);
+    manager
+        .controller("configmaps", api, Record(seen.clone()))
+        .add()?;
     let store = manager.context::<ConfigMap>().store().context("a store")?;
     let health = manager.health_address().context("probes are served")?;
     let run = tokio::spawn(manager.run());

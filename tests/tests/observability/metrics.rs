@@ -206,7 +206,9 @@ async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
     let metrics_at = manager.metrics_address().context("metrics are served")?;
     let webhook_at = manager.webhook_address().context("webhooks are served")?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("configmaps", maps.clone(), Labeller, |c| c);
+    manager
+        .controller("configmaps", maps.clone(), Labeller)
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -318,7 +320,9 @@ async fn a_stalled_scraper_is_cut_off_while_others_are_served() -> Result<()> {
     let metrics_at = manager.metrics_address().context("metrics are served")?;
     let health_at = manager.health_address().context("probes are served")?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", maps, concord_tests::Idle)
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -371,7 +375,9 @@ async fn openmetrics_scrapers_get_the_same_series() -> Result<()> {
     let metrics_at = manager.metrics_address().context("metrics are served")?;
     // A manager runs (and serves) while it has a controller.
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", maps, concord_tests::Idle)
+        .add()?;
     // ANCHOR: own
     let jobs: Counter = Counter::default();
     manager.metrics().register(|registry| {
@@ -437,10 +443,14 @@ async fn the_cache_gauge_counts_the_objects_each_cache_holds() -> Result<()> {
         .build()
         .await?;
     let metrics_at = manager.metrics_address().context("metrics are served")?;
-    manager.add_controller("configmaps", maps.clone(), concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", maps.clone(), concord_tests::Idle)
+        .add()?;
     let metadata: Api<kube::core::PartialObjectMeta<ConfigMap>> =
         Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("configmap-metadata", metadata, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmap-metadata", metadata, concord_tests::Idle)
+        .add()?;
     let store = manager.context::<ConfigMap>().store().context("a store")?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());

@@ -79,7 +79,9 @@ async fn readyz_waits_for_the_cache_of_a_large_watch() -> Result<()> {
         .await?;
     let health_at = manager.health_address().context("probes are served")?;
     let watched: Api<ConfigMap> = Api::namespaced(manager.client().clone(), ns.name());
-    manager.add_controller("configmaps", watched, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", watched, concord_tests::Idle)
+        .add()?;
     let store = manager
         .context::<ConfigMap>()
         .store()
@@ -161,7 +163,9 @@ async fn readyz_names_the_webhook_server_and_the_shard_ring() -> Result<()> {
         .await?;
     let health_at = manager.health_address().context("probes are served")?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
-    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", maps, concord_tests::Idle)
+        .add()?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 
@@ -211,7 +215,9 @@ async fn a_standby_replica_is_ready_with_its_caches_warm() -> Result<()> {
                 .with_signal_handling(false)
                 .build()
                 .await?;
-            manager.add_controller("configmaps", maps.clone(), concord_tests::Idle, |c| c);
+            manager
+                .controller("configmaps", maps.clone(), concord_tests::Idle)
+                .add()?;
             anyhow::Ok(manager)
         }
     };

@@ -262,7 +262,9 @@ async fn manager(
         .build()
         .await?;
     let maps: Api<ConfigMap> = Api::namespaced(manager.client().clone(), namespace);
-    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", maps, concord_tests::Idle)
+        .add()?;
     Ok(manager)
 }
 

@@ -11,8 +11,10 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::model::{Case, Copy, Mut, Race};
+use super::objects::{create, get, normal, object, trim};
+use super::oracle::Oracle;
 use super::race::RaceHook;
-use super::run::{Oracle, Verdict, create, get, normal, object, trim};
+use super::verdict::Verdict;
 
 /// Whether `mutation` is a create or a delete.
 pub(crate) fn is_lifecycle(mutation: &Mut) -> bool {
@@ -83,7 +85,7 @@ pub(crate) async fn create_case(
         )));
     };
     let (wanted, stored) = (normal(&body), normal(&stored));
-    Ok(if super::run::matches(&wanted, &stored) {
+    Ok(if super::objects::matches(&wanted, &stored) {
         Verdict::Exact
     } else {
         Verdict::Violation(format!(
@@ -144,7 +146,7 @@ pub(crate) async fn delete_case(
         .is_some_and(|s| s["metadata"].get("deletionTimestamp").is_some());
     let same = stored
         .as_ref()
-        .is_some_and(|s| super::run::matches(&met, &undeleted(s)));
+        .is_some_and(|s| super::objects::matches(&met, &undeleted(s)));
     let show = || format!("\n  met    {met}\n  stored {stored:?}");
     Ok(match result {
         Ok(()) if recreated && same && !marked => Verdict::Exact,

@@ -11,9 +11,12 @@ pub(crate) mod generate;
 pub(crate) mod lifecycle;
 pub(crate) mod model;
 pub(crate) mod mutations;
+pub(crate) mod objects;
+pub(crate) mod oracle;
 pub(crate) mod race;
 pub(crate) mod run;
 pub(crate) mod types;
+pub(crate) mod verdict;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::StreamExt;
 
 pub(crate) use model::{Case, Race};
-pub(crate) use run::{Oracle, Verdict};
+pub(crate) use oracle::Oracle;
+pub(crate) use verdict::Verdict;
 
 /// A unique object name for each run of a case.
 fn name(prefix: &str) -> String {

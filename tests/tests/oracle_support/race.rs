@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::model::{Case, Kind, Mut, Race};
-use super::run::get;
+use super::objects::get;
 
 /// `race`'s change, applied to a raw object.
 pub(crate) fn apply_race(race: &Race, mutation: &Mut, object: &mut Value) {

@@ -12,76 +12,22 @@ use concord_strategies::{
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use kube::Resource;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::expected::{ANY_TIME, expected, invalidates, tidy};
-use super::model::{Case, Copy, Initial, Kind, Mut, Race};
+use super::expected::{expected, invalidates, tidy};
+use super::model::{Case, Copy, Kind, Mut, Race};
 use super::mutations::to_mutation;
+use super::objects::{create, get, matches, normal, trim};
+use super::oracle::Oracle;
 use super::race::{RaceHook, apply_race};
 use super::types::{Mapped, SizeView, Sorted, Specimen, Timed, Weighted};
-
-/// The last-applied annotation the trimmed cache leaves out.
-pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// How a case ended.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Verdict {
-    /// Stored exactly the race plus the mutation's effect.
-    Exact,
-    /// Failed as it should (recreated object, stale decision, a mutation
-    /// the strategy refuses) and stored nothing.
-    Refused(String),
-    /// Anything else: the message says what differs.
-    Violation(String),
-}
-
-/// The server and namespace cases run in.
-pub(crate) struct Oracle {
-    pub(crate) client: kube::Client,
-    pub(crate) ns: concord_testenv::TestNamespace,
-}
+use super::verdict::Verdict;
 
 impl Oracle {
-    /// On the shared control plane, with the specimen CRD installed.
-    pub(crate) async fn new() -> anyhow::Result<Self> {
-        let env = concord_testenv::TestEnv::shared()?;
-        env.install_crd(super::types::crd()?).await?;
-        env.install_crd(super::types::bare_crd()?).await?;
-        let ns = env.namespace().await?;
-        Ok(Oracle {
-            client: env.client()?,
-            ns,
-        })
-    }
-
-    pub(crate) fn resource(kind: Kind) -> ApiResource {
-        match kind {
-            Kind::Specimen => ApiResource::erase::<Specimen>(&()),
-            Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
-            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
-            Kind::Service => ApiResource::erase::<Service>(&()),
-            Kind::Pod => ApiResource::erase::<Pod>(&()),
-            Kind::Node => ApiResource::erase::<Node>(&()),
-            Kind::Bare => {
-                let mut bare = ApiResource::erase::<Specimen>(&());
-                bare.kind = "Bare".into();
-                bare.plural = "bares".into();
-                bare
-            }
-        }
-    }
-
-    pub(crate) fn raw(&self, kind: Kind) -> Api<DynamicObject> {
-        if kind == Kind::Node {
-            return Api::all_with(self.client.clone(), &Self::resource(kind));
-        }
-        Api::namespaced_with(self.client.clone(), self.ns.name(), &Self::resource(kind))
-    }
-
     fn api<K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>>(
         &self,
     ) -> Api<K> {
@@ -237,20 +183,6 @@ impl Oracle {
     }
 }
 
-/// What the trimmed cache leaves out of an object written by `strategy`:
-/// the framework keeps last-applied for a resource with an `update` cell
-/// and managedFields for one with an `apply` cell (`CacheTrim::for_row`).
-pub(crate) fn trim(meta: &mut kube::core::ObjectMeta, strategy: &str) {
-    if strategy != "apply" {
-        meta.managed_fields = None;
-    }
-    if strategy != "update"
-        && let Some(annotations) = &mut meta.annotations
-    {
-        annotations.remove(LAST_APPLIED);
-    }
-}
-
 async fn write_as<K>(
     target: Target,
     strategy: Arc<dyn concord_strategies::WriteStrategy>,
@@ -264,176 +196,6 @@ where
         .write(&copy, &mutation)
         .await
         .map(|_| ())
-}
-
-/// The raw object of `initial`, without its status.
-pub(crate) fn object(kind: Kind, name: &str, initial: &Initial) -> Value {
-    let pairs = |v: &[(String, String)]| -> Value {
-        Value::Object(v.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
-    };
-    let mut annotations = pairs(&initial.annotations);
-    if initial.last_applied {
-        annotations[LAST_APPLIED] = json!(r#"{"apiVersion":"v1","note":"a&b<c>"}"#);
-    }
-    let mut metadata = json!({"name": name, "labels": pairs(&initial.labels),
-        "annotations": annotations, "finalizers": initial.finalizers});
-    let mut object = match kind {
-        Kind::ConfigMap => json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "data": pairs(&initial.data)}),
-        kind if super::builtins::is_builtin(kind) => {
-            super::builtins::object(kind, &initial.entries)
-        }
-        _ => {
-            let mut spec = json!({});
-            if let Some(size) = initial.size {
-                spec["size"] = json!(size);
-            }
-            if let Some(color) = &initial.color {
-                spec["color"] = json!(color);
-            }
-            if !initial.items.is_empty() {
-                spec["items"] = initial
-                    .items
-                    .iter()
-                    .map(|(name, value, extra)| {
-                        let mut item = json!({"name": name, "value": value});
-                        if let Some(extra) = extra {
-                            item["extra"] = json!(extra);
-                        }
-                        if let Some((_, w)) = initial.weights.iter().find(|(n, _)| n == name) {
-                            item["weight"] = w.clone();
-                        }
-                        item
-                    })
-                    .collect();
-            }
-            if !initial.rules.is_empty() {
-                spec["rules"] = json!(initial.rules);
-            }
-            if !initial.tags.is_empty() {
-                spec["tags"] = json!(initial.tags);
-            }
-            if !initial.nested.is_empty() {
-                spec["nested"] = Value::Object(initial.nested.iter().cloned().collect());
-            }
-            if !initial.ports.is_empty() {
-                spec["ports"] = json!(initial.ports);
-            }
-            for (k, v) in &initial.fields {
-                spec[k] = v.clone();
-            }
-            let mut object = json!({"apiVersion": format!("{}/v1", super::types::GROUP),
-                "kind": format!("{kind:?}"), "spec": spec});
-            // Without a status subresource, the status is created with
-            // the object.
-            if let (Kind::Bare, Some(status)) = (kind, status(initial)) {
-                object["status"] = status;
-            }
-            object
-        }
-    };
-    tidy(&mut metadata);
-    object["metadata"] = metadata;
-    tidy(&mut object);
-    object
-}
-
-/// The status of `initial`, if any.
-fn status(initial: &Initial) -> Option<Value> {
-    let mut status = json!({});
-    if let Some(phase) = &initial.phase {
-        status["phase"] = json!(phase);
-    }
-    if !initial.conditions.is_empty() {
-        status["conditions"] = initial
-            .conditions
-            .iter()
-            .map(|(type_, status, message, severity)| {
-                let time = if initial.fractions {
-                    "2026-01-01T00:00:00.123456Z"
-                } else {
-                    "2026-01-01T00:00:00Z"
-                };
-                let mut c = json!({"type": type_, "status": status, "reason": "Initial",
-                    "message": message, "lastTransitionTime": time});
-                if let Some(severity) = severity {
-                    c["severity"] = json!(severity);
-                }
-                c
-            })
-            .collect();
-    }
-    (status != json!({})).then_some(status)
-}
-
-pub(crate) async fn create(
-    raw: &Api<DynamicObject>,
-    name: &str,
-    case: &Case,
-) -> anyhow::Result<()> {
-    let body: DynamicObject = serde_json::from_value(object(case.kind, name, &case.initial))?;
-    raw.create(&PostParams::default(), &body)
-        .await
-        .with_context(|| format!("creating {name}"))?;
-    if let (Kind::Specimen, Some(status)) = (case.kind, status(&case.initial)) {
-        raw.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "status": status })),
-        )
-        .await
-        .with_context(|| format!("setting the status of {name}"))?;
-    }
-    Ok(())
-}
-
-pub(crate) async fn get(raw: &Api<DynamicObject>, name: &str) -> anyhow::Result<Option<Value>> {
-    Ok(raw
-        .get_opt(name)
-        .await?
-        .map(serde_json::to_value)
-        .transpose()?)
-}
-
-/// `object` without what the server manages.
-pub(crate) fn normal(object: &Value) -> Value {
-    let mut object = object.clone();
-    if let Some(meta) = object["metadata"].as_object_mut() {
-        for key in [
-            "resourceVersion",
-            "managedFields",
-            "generation",
-            "creationTimestamp",
-            "uid",
-            "selfLink",
-        ] {
-            meta.remove(key);
-        }
-    }
-    tidy(&mut object);
-    object
-}
-
-/// Whether `stored` is `wanted`, a condition time marked [`ANY_TIME`]
-/// matching any time other than the one it replaced.
-pub(crate) fn matches(wanted: &Value, stored: &Value) -> bool {
-    match (wanted, stored) {
-        (Value::String(w), Value::String(_)) if w == ANY_TIME => true,
-        (Value::Object(w), Value::Object(s)) => {
-            w.len() == s.len()
-                && w.iter()
-                    .all(|(k, v)| s.get(k).is_some_and(|x| matches(v, x)))
-        }
-        (Value::Array(w), Value::Array(s)) => {
-            w.len() == s.len() && w.iter().zip(s).all(|(a, b)| matches(a, b))
-        }
-        // A number is its value: `2.0` set is `2` stored (Go writes a
-        // whole float without fractions); integers compare exactly.
-        (Value::Number(w), Value::Number(s)) if w.is_f64() || s.is_f64() => {
-            w.as_f64() == s.as_f64()
-        }
-        _ => wanted == stored,
-    }
 }
 
 /// The verdict on a case.

@@ -253,7 +253,9 @@ async fn placement_said(
     let health_at = manager.health_address().context("probes are served")?;
     let metrics_at = manager.metrics_address().context("metrics are served")?;
     let maps: Api<ConfigMap> = Api::namespaced(client, namespace);
-    manager.add_controller("configmaps", maps, concord_tests::Idle, |c| c);
+    manager
+        .controller("configmaps", maps, concord_tests::Idle)
+        .add()?;
     let shard = manager.sharding().context("sharded")?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());

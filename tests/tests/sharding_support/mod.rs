@@ -164,7 +164,7 @@ pub(crate) async fn replica_of(
         replica: index,
         log: log.clone(),
     };
-    manager.add_controller("configmaps", api, recorder, |c| c);
+    manager.controller("configmaps", api, recorder).add()?;
     let shard = manager.sharding().expect("--shards=hash");
     let stop = manager.shutdown_handle();
     let run = tokio::spawn(manager.run());

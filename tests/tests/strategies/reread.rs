@@ -110,7 +110,7 @@ async fn reread_after_conflict(strategy: StrategyName, from_cache: bool) -> Resu
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let test = format!("from-cache-{}", strategy.as_str());
     let mut manager = manager_with(env.client()?, &test, None, strategy).await;
-    manager.add_controller("configmaps", maps.clone(), Idle, |c| c);
+    manager.controller("configmaps", maps.clone(), Idle).add()?;
     let ctx = manager.context::<ConfigMap>();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
@@ -173,7 +173,7 @@ async fn reread_waits_for_the_watch_to_catch_up() -> Result<()> {
     let ns = env.namespace().await?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let mut manager = manager(env.client()?, "waits", Some(Duration::from_secs(20))).await;
-    manager.add_controller("configmaps", maps.clone(), Idle, |c| c);
+    manager.controller("configmaps", maps.clone(), Idle).add()?;
     let ctx = manager.context::<ConfigMap>();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
@@ -206,7 +206,7 @@ async fn an_object_outside_the_cache_is_reread_with_get() -> Result<()> {
     let (watched, other) = (env.namespace().await?, env.namespace().await?);
     let mut manager = manager(env.client()?, "outside", None).await;
     let watched_maps: Api<ConfigMap> = Api::namespaced(watched.client(), watched.name());
-    manager.add_controller("configmaps", watched_maps, Idle, |c| c);
+    manager.controller("configmaps", watched_maps, Idle).add()?;
     let ctx = manager.context::<ConfigMap>();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
@@ -330,7 +330,7 @@ async fn controllers_of_one_type_share_one_watch() -> Result<()> {
 
     let mut manager = manager(client.clone(), "share", None).await;
     for name in ["one", "two", "three"] {
-        manager.add_controller(name, templates.clone(), Idle, |c| c);
+        manager.controller(name, templates.clone(), Idle).add()?;
     }
     let ctx = manager.context::<PodTemplate>();
     let stop = manager.shutdown_handle();

@@ -143,7 +143,7 @@ async fn the_example_operator_serves_its_webhooks() -> Result<()> {
     )
     .await?;
 
-    widgets::add_controller(&mut manager, ns.name());
+    widgets::add_controller(&mut manager, ns.name())?;
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
 

@@ -4,7 +4,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{ARGO, COMPLETED, Change, Item, KEEP, Lanes, Race, Racing, Spec, Workload, raced_set};
+use super::metadata::{ARGO, COMPLETED, KEEP};
+use super::workload::{Change, Item, Lanes, Race, Racing, Spec, Workload, raced_set};
 
 /// `pods` pods carrying [`ARGO`] (half of them, chosen by `seed`, with
 /// [`KEEP`] behind it) and `completed=false`. On a raced pod (lockstep

@@ -1,7 +1,7 @@
 //! Many writers, few objects: every writer keeps setting its own label on
 //! each of a handful of pods.
 
-use super::{Change, Item, Lanes, Spec, Workload};
+use super::workload::{Change, Item, Lanes, Spec, Workload};
 
 /// How many objects the writers share.
 const OBJECTS: u32 = 10;
@@ -30,7 +30,7 @@ pub(super) fn workload(writes: u32, writers: u32) -> Workload {
                     remove_finalizer: None,
                     set_label: Some((label(w), value)),
                 },
-                race: super::Race::None,
+                race: super::workload::Race::None,
             });
         }
         lanes.push(lane);

@@ -1,7 +1,8 @@
 //! Kueue's incident: our controller removes its finalizer from every pod
 //! while another controller adds its own to the same pods.
 
-use super::{Change, FOREIGN, Item, Lanes, OURS, Race, Racing, Spec, Workload, raced_set};
+use super::metadata::{FOREIGN, OURS};
+use super::workload::{Change, Item, Lanes, Race, Racing, Spec, Workload, raced_set};
 use crate::RaceMode;
 
 /// `pods` pods carrying [`OURS`]; one removal each, in creation order, on a

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_yaml::Value;
 
-use super::Bundle;
+use super::bundle::Bundle;
 use super::kustomize::{SERVICE_MONITOR_FILE, by_file, join};
 use super::objects::resources;
 use crate::Error;
@@ -194,7 +194,7 @@ mod tests {
         )
         .map_err(|source| Error::Serialize { what: "test", source })?;
         templated(&mut object, "demo");
-        let text = super::super::yaml(&object, "a test object")?;
+        let text = super::super::yaml::yaml(&object, "a test object")?;
         assert!(
             text.contains("inject-ca-from: '{{ .Values.namespace }}/demo-cert'"),
             "{text}"

@@ -6,7 +6,7 @@ use concord::{ManagerArgs, featuregates::FeatureRegistry, rbac::Permissions};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::Bundle;
+use super::bundle::Bundle;
 use crate::Error;
 use crate::project::Project;
 

@@ -3,7 +3,8 @@
 
 use serde_yaml::Value;
 
-use super::{Bundle, yaml};
+use super::bundle::Bundle;
+use super::yaml::yaml;
 use crate::Error;
 
 /// The file the ServiceMonitor goes to: written, not listed (it needs the

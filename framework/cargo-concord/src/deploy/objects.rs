@@ -17,8 +17,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_yaml::Value;
 
-use super::{Bundle, NAME_LABEL, to_value};
+use super::bundle::Bundle;
+use super::webhook::Webhook;
+use super::yaml::to_value;
 use crate::Error;
+
+/// The label every object carries, with the operator's name.
+pub const NAME_LABEL: &str = "app.kubernetes.io/name";
 
 /// The port the Deployment serves `/metrics` on (`--metrics-bind-address`).
 pub const METRICS_PORT: i32 = 8080;
@@ -29,6 +34,19 @@ pub const HEALTH_PORT: i32 = 8081;
 const CONFIG_DIR: &str = "/etc/concord";
 /// The label that tells the metrics Service from the webhook Service.
 const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+
+impl Bundle {
+    /// Every object of the deployment, by file, in apply order; the
+    /// ServiceMonitor (file `servicemonitor.yaml`) only when
+    /// `service_monitor` is set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serialize`] when an object cannot be serialised.
+    pub fn objects(&self, service_monitor: bool) -> Result<Vec<(String, Value)>, Error> {
+        all(self, service_monitor)
+    }
+}
 
 /// Every object, by file, in apply order.
 pub(super) fn all(bundle: &Bundle, service_monitor: bool) -> Result<Vec<(String, Value)>, Error> {
@@ -355,7 +373,7 @@ fn metrics_service(bundle: &Bundle) -> Service {
     )
 }
 
-fn webhook_service(bundle: &Bundle, webhook: &super::Webhook) -> Service {
+fn webhook_service(bundle: &Bundle, webhook: &Webhook) -> Service {
     service(bundle, &webhook.service, "webhook", webhook.port, "webhook")
 }
 

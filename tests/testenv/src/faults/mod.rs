@@ -38,13 +38,16 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
 mod chaos;
+mod crashes;
 mod error;
 mod matcher;
 mod proxy;
 mod report;
 mod request;
 mod schedule;
+mod shared;
 mod supervisor;
 mod watch;
 

@@ -10,20 +10,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use http::{HeaderMap, Request, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use crate::faults::body::{BoxError, ProxyBody};
+use crate::faults::crashes::Crashes;
 use crate::faults::matcher::Matcher;
 use crate::faults::request::{RequestInfo, parse};
-use crate::faults::supervisor::Crashes;
+use crate::faults::shared::Shared;
 use crate::faults::{Fault, FaultError, FaultReport, Faults, watch};
-
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub(crate) type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A fault-injecting proxy in front of the real API server.
 ///
@@ -55,31 +53,6 @@ impl std::fmt::Debug for FaultProxy {
             .field("address", &self.address)
             .field("schedule", &self.shared.matcher.faults.to_string())
             .finish_non_exhaustive()
-    }
-}
-
-pub(crate) struct Shared {
-    pub(crate) matcher: Matcher,
-    upstream: kube::Client,
-    started: Instant,
-    report: Mutex<FaultReport>,
-    pub(crate) crashes: Crashes,
-    last_activity_ms: AtomicU64,
-    in_flight: AtomicUsize,
-    pub(crate) held_events: AtomicUsize,
-}
-
-impl Shared {
-    pub(crate) fn record(&self, fault: &Fault, target: &str) {
-        self.report
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .record(self.started, fault, target);
-    }
-
-    pub(crate) fn touch(&self) {
-        let now = self.started.elapsed().as_millis() as u64;
-        self.last_activity_ms.fetch_max(now, Relaxed);
     }
 }
 
@@ -311,15 +284,6 @@ async fn handle(
         }
         // Event faults never fire on a request.
         Some(Fault::HoldEvents(_) | Fault::DropIntermediate(_)) => Ok(status(500, 0, &info)),
-    }
-}
-
-impl Shared {
-    fn report_passed(&self) {
-        self.report
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .passed += 1;
     }
 }
 

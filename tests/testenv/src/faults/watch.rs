@@ -25,8 +25,9 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use crate::faults::Fault;
+use crate::faults::body::{BoxError, ProxyBody};
 use crate::faults::matcher::EventScope;
-use crate::faults::proxy::{BoxError, ProxyBody, Shared};
+use crate::faults::shared::Shared;
 
 type Sender = mpsc::Sender<Result<Frame<Bytes>, BoxError>>;
 
