@@ -79,8 +79,8 @@ mod operation;
 mod origin;
 mod problem;
 mod sources;
-mod strategies;
 mod strategy_name;
+mod strategy_table;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod warning;
@@ -110,10 +110,10 @@ pub use problem::Problem;
 #[doc(inline)]
 pub use sources::{ConfigLoader, ENV_FEATURE_GATES, ENV_GATE_PREFIX};
 #[doc(inline)]
-pub use strategies::{
+pub use strategy_name::StrategyName;
+#[doc(inline)]
+pub use strategy_table::{
     GateCondition, Reason, ResourceKey, ResourceStrategies, StrategyChoice, StrategyTable, TableRow,
 };
-#[doc(inline)]
-pub use strategy_name::StrategyName;
 #[doc(inline)]
 pub use warning::Warning;

@@ -57,7 +57,7 @@ pub(crate) fn strategic_merges(group: &str) -> bool {
 
 /// A guarded request body.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Guarded {
+pub(crate) enum GuardedBody {
     /// A strategic merge patch of finalizer directives.
     Strategic(Value),
     /// JSON patch operations.
@@ -72,12 +72,12 @@ pub(crate) fn guarded(
     strategic: bool,
     depends: &[String],
     holds: Holds,
-) -> Option<Guarded> {
+) -> Option<GuardedBody> {
     if current == next {
         return None;
     }
     if strategic && depends.is_empty() && without_finalizers(current) == without_finalizers(next) {
-        return Some(Guarded::Strategic(finalizer_directives(current, next)));
+        return Some(GuardedBody::Strategic(finalizer_directives(current, next)));
     }
     let mut ops = Vec::new();
     if let Some(uid) = meta(current, "uid") {
@@ -129,7 +129,7 @@ pub(crate) fn guarded(
     // Tests alone change nothing (an emptied map the copy held no key of):
     // nothing to send.
     let changes = ops.iter().any(|op| op["op"] != "test");
-    changes.then_some(Guarded::Json(Value::Array(ops)))
+    changes.then_some(GuardedBody::Json(Value::Array(ops)))
 }
 
 /// The `test` standing for a dependency on `path`: its value, or, where
@@ -333,7 +333,7 @@ mod tests {
 
     fn json_ops(current: &Value, next: &Value) -> Value {
         match guarded(current, next, false, &[], Holds::Whole) {
-            Some(Guarded::Json(ops)) => ops,
+            Some(GuardedBody::Json(ops)) => ops,
             other => panic!("{other:?}"),
         }
     }
@@ -344,7 +344,7 @@ mod tests {
         let next = pod(json!(["theirs", "mine"]), json!({}));
         assert_eq!(
             guarded(&current, &next, true, &[], Holds::Whole),
-            Some(Guarded::Strategic(json!({"metadata": {
+            Some(GuardedBody::Strategic(json!({"metadata": {
                 "uid": "u1",
                 "finalizers": ["mine"],
                 "$deleteFromPrimitiveList/finalizers": ["ours"],
@@ -361,7 +361,7 @@ mod tests {
         let next = pod(json!(["other"]), json!({"app": "x", "done": "true"}));
         assert_eq!(
             guarded(&current, &next, true, &[], Holds::Whole),
-            Some(Guarded::Json(json!([
+            Some(GuardedBody::Json(json!([
                 {"op": "test", "path": "/metadata/uid", "value": "u1"},
                 {"op": "test", "path": "/metadata/finalizers/0", "value": "argo"},
                 {"op": "remove", "path": "/metadata/finalizers/0"},
@@ -431,7 +431,7 @@ mod tests {
     fn dependencies_are_tested_as_observed() {
         let current = json!({"spec": {"replicas": 3}, "status": {}});
         let next = json!({"spec": {"replicas": 3}, "status": {"ready": true}});
-        let Some(Guarded::Json(ops)) = guarded(
+        let Some(GuardedBody::Json(ops)) = guarded(
             &current,
             &next,
             false,

@@ -51,7 +51,6 @@ mod guarded;
 mod guarded_patch;
 mod intent;
 mod lax;
-mod lifecycle;
 mod lock_table;
 mod locked;
 mod merge_patch;
@@ -73,6 +72,7 @@ mod subresource;
 mod target;
 mod turns;
 mod update;
+mod whole_objects;
 mod write_loop;
 mod writer;
 

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::change::{Holds, diff_holding, json_patch};
-use crate::guarded_patch::{Guarded, guarded};
+use crate::guarded_patch::{GuardedBody, guarded};
 use crate::merge_patch::{merge_diff, set_metadata, sets_null};
 use crate::observed::meta;
 use crate::{Error, ObjectKey};
@@ -183,8 +183,8 @@ impl Request {
                 writing.holds,
             ) {
                 None => None,
-                Some(Guarded::Strategic(patch)) => Some(Body::Strategic(patch)),
-                Some(Guarded::Json(ops)) => Some(Body::Json(ops)),
+                Some(GuardedBody::Strategic(patch)) => Some(Body::Strategic(patch)),
+                Some(GuardedBody::Json(ops)) => Some(Body::Json(ops)),
             },
         })
     }

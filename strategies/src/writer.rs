@@ -155,7 +155,8 @@ where
     /// `apply`, and the transient and transport errors of every write.
     pub async fn create(&self, object: &K) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, object)?;
-        let written = crate::lifecycle::create(&self.target, self.strategy.name(), json).await?;
+        let written =
+            crate::whole_objects::create(&self.target, self.strategy.name(), json).await?;
         self.typed(written)
     }
 
@@ -179,7 +180,8 @@ where
     /// transient and transport errors of every write.
     pub async fn delete(&self, observed: &K) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, observed)?;
-        let written = crate::lifecycle::delete(&self.target, self.strategy.name(), json).await?;
+        let written =
+            crate::whole_objects::delete(&self.target, self.strategy.name(), json).await?;
         self.typed(written)
     }
 

@@ -9,8 +9,8 @@ use super::locator::Locator;
 use super::provider::ParsedProvider;
 use super::values::describe;
 use crate::gates::setting::{GateSetting, SettingValue, parse_bool, parse_gate_list};
-use crate::strategies::resolve;
-use crate::strategies::rules::parse_rules;
+use crate::strategy_table::resolve;
+use crate::strategy_table::rules::parse_rules;
 use crate::{Config, ConfigError, FeatureRegistry, Origin, Problem};
 
 /// Gathers the configuration sources and loads them, in rising precedence:

@@ -183,7 +183,7 @@ impl ManagerBuilder {
     /// [`DEFAULT_FRESH_WAIT`](concord_strategies::DEFAULT_FRESH_WAIT),
     /// 50 ms; zero looks once without waiting). See "Guarantees and failure
     /// modes" in the book.
-    pub fn with_reread_wait(mut self, wait: Duration) -> Self {
+    pub fn with_fresh_wait(mut self, wait: Duration) -> Self {
         self.reread_wait = wait;
         self
     }

@@ -56,7 +56,7 @@ async fn manager_with(
         .with_args(ManagerArgs::new().with_config(table(test, strategy)))
         .with_signal_handling(false);
     let builder = match wait {
-        Some(wait) => builder.with_reread_wait(wait),
+        Some(wait) => builder.with_fresh_wait(wait),
         None => builder,
     };
     builder.build().await.unwrap()
