@@ -14,7 +14,7 @@ use crate::webhook::WebhookError;
 /// | --- | --- |
 /// | namespace of the Service and the CA Secret | the pod's namespace (`POD_NAMESPACE`, the service account's, else `default`) |
 /// | CA Secret | `<service>-ca` |
-/// | configurations whose `caBundle` is written | `concord-webhooks` (as [`WebhookClient`](super::WebhookClient)) |
+/// | configurations whose `caBundle` is written | `concord-webhooks` (as [`WebhookClient`](crate::webhook::WebhookClient)) |
 /// | names in the serving certificate | `<service>.<ns>.svc`, `<service>.<ns>.svc.cluster.local`, plus [`with_names`](Self::with_names) |
 /// | CA lifetime | 365 days, renewed after two thirds |
 /// | serving certificate lifetime | 30 days, renewed after two thirds |
@@ -68,7 +68,7 @@ impl ManagedCertificates {
 
     /// `metadata.name` of the validating and mutating configurations whose
     /// `caBundle` is written (the name given to
-    /// [`WebhookClient::with_configuration_name`](super::WebhookClient::with_configuration_name)).
+    /// [`WebhookClient::with_configuration_name`](crate::webhook::WebhookClient::with_configuration_name)).
     pub fn with_configuration_name(mut self, name: impl Into<String>) -> Self {
         self.configuration_name = name.into();
         self
