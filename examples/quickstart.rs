@@ -102,6 +102,7 @@ async fn main() -> anyhow::Result<()> {
     let connection =
         concord_examples::connect(cli.manager.kubeconfig.clone(), &cli.consent).await?;
     let mut manager = Manager::builder("quickstart")
+        .with_builtin_type::<Pod>()
         .with_args(cli.manager.clone())
         .with_client(connection.client.clone())
         .build()

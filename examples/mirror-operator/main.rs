@@ -53,7 +53,9 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Cli::parse().example.with_default_config(mirror::CONFIG);
     let connection = demo_connection(&args).await?;
-    let mut builder = Manager::builder("mirror-operator").with_args(args.manager.clone());
+    let mut builder = Manager::builder("mirror-operator")
+        .with_builtin_type::<ConfigMap>()
+        .with_args(args.manager.clone());
     if let Some(client) = client_of(&connection) {
         builder = builder.with_client(client);
     }

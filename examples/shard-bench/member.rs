@@ -131,6 +131,7 @@ pub async fn run(args: Args) -> Result<()> {
     timings.renew_deadline = Duration::from_millis(args.renew_deadline_ms);
     timings.retry_period = Duration::from_millis(args.retry_period_ms);
     let mut manager = Manager::builder(&args.name)
+        .with_builtin_type::<ConfigMap>()
         .with_args(args.manager)
         .with_leader_election_config(timings)
         .with_cache_layout(args.cache_layout)

@@ -45,6 +45,7 @@ pub async fn run(args: Args) -> Result<()> {
     timings.renew_deadline = Duration::from_secs(8);
     timings.retry_period = Duration::from_secs(1);
     let mut manager = Manager::builder("shard-bench-memory")
+        .with_builtin_type::<Pod>()
         .with_args(args.manager)
         .with_leader_election_config(timings)
         .build()

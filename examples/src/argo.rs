@@ -205,7 +205,8 @@ pub async fn demo(client: &Client, namespace: &str, pods: usize) -> anyhow::Resu
     let owner = Writer::<Pod>::new(
         client.clone(),
         strategy_for(StrategyName::Strict, ConflictPolicy::default()),
-    );
+    )
+    .with_builtin_type();
     for pod in &list {
         owner
             .write(pod, &Intent::remove_finalizer(FOREIGN_FINALIZER).into())

@@ -190,7 +190,8 @@ pub async fn demo(client: &Client, namespace: &str, pods: usize) -> anyhow::Resu
     let other = Writer::<Pod>::new(
         client.clone(),
         strategy_for(StrategyName::Update, ConflictPolicy::default()),
-    );
+    )
+    .with_builtin_type();
     let (finishing, deleting) = names.split_at(pods / 2);
     let finish = finishing.iter().map(|name| async {
         let done = json!({"status": {"phase": "Succeeded"}});

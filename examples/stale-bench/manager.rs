@@ -116,6 +116,7 @@ pub(crate) async fn start(
     concurrency: u16,
 ) -> Result<Running> {
     let mut manager = Manager::builder("stale-bench")
+        .with_builtin_type::<ConfigMap>()
         .with_kube_config(config)
         .with_signal_handling(false)
         .build()

@@ -155,6 +155,47 @@ pub(crate) struct WriteRegistry {
     built: Mutex<HashMap<(TypeId, ApiResource), Box<dyn Any + Send + Sync>>>,
     /// What this manager wrote, until its caches show it.
     own: Arc<OwnWrites>,
+    /// The types the author stated `k8s-openapi` generates.
+    builtins: BuiltinTypes,
+}
+
+/// The Rust types an author stated `k8s-openapi` generates
+/// ([`ManagerBuilder::with_builtin_type`](crate::manager::ManagerBuilder::with_builtin_type)),
+/// each kept as the statement its writers take: a function only a type
+/// bounded on `k8s_openapi::Resource` can supply, so no other type can be
+/// counted as one.
+#[derive(Default)]
+pub(crate) struct BuiltinTypes(HashMap<TypeId, Box<dyn Any + Send + Sync>>);
+
+/// A writer of `K`, stated to be of a type `k8s-openapi` generates.
+type Statement<K> = fn(Writer<K>) -> Writer<K>;
+
+impl BuiltinTypes {
+    pub(crate) fn insert<K>(&mut self)
+    where
+        K: k8s_openapi::Resource
+            + Resource
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + Debug
+            + 'static,
+    {
+        let statement: Statement<K> = Writer::with_builtin_type;
+        self.0.insert(TypeId::of::<K>(), Box::new(statement));
+    }
+
+    /// `writer`, with the author's statement if one was made for `K`.
+    fn state<K: 'static>(&self, writer: Writer<K>) -> Writer<K> {
+        match self
+            .0
+            .get(&TypeId::of::<K>())
+            .and_then(|statement| statement.downcast_ref::<Statement<K>>())
+        {
+            Some(statement) => statement(writer),
+            None => writer,
+        }
+    }
 }
 
 impl std::fmt::Debug for WriteRegistry {
@@ -178,7 +219,14 @@ impl WriteRegistry {
             resources: Mutex::default(),
             built: Mutex::default(),
             own: Arc::default(),
+            builtins: BuiltinTypes::default(),
         }
+    }
+
+    /// The types the author stated `k8s-openapi` generates.
+    pub(crate) fn with_builtins(mut self, builtins: BuiltinTypes) -> Self {
+        self.builtins = builtins;
+        self
     }
 
     /// What this manager wrote, until its caches show it.
@@ -246,7 +294,10 @@ impl WriteRegistry {
                 )))
                 .with_fresh_wait(self.fresh_wait)
                 .with_turns(self.turns.clone());
-            Writer::from_target(target, strategy_for(choice.strategy, choice.on_conflict))
+            self.builtins.state(Writer::from_target(
+                target,
+                strategy_for(choice.strategy, choice.on_conflict),
+            ))
         });
         ResourceWriter {
             resolved: Arc::new(Resolved {

@@ -105,6 +105,7 @@ fn bench(c: &mut Criterion) {
                 client(stored.clone()),
                 strategy_for(name, ConflictPolicy::default()),
             )
+            .with_builtin_type()
         });
         group.bench_function(format!("{name}_typed_pod_4k"), |b| {
             b.iter(|| {

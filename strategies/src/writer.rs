@@ -13,6 +13,22 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written
 
 /// Typed writes for objects of `K`, through one strategy.
 ///
+/// # What a typed copy holds
+///
+/// A Rust type may lack fields the API server stores, and a write that
+/// sends a whole object or a whole list (`update`'s `PUT`, a list the
+/// mutation sets whole) built from it would erase them. So the writer
+/// trusts a copy to hold every stored field only when that is known:
+///
+/// - a [`DynamicObject`] holds every field;
+/// - a type the caller states `k8s-openapi` generates
+///   ([`with_builtin_type`](Writer::with_builtin_type), bounded on
+///   `k8s_openapi::Resource`) holds every field of the Kubernetes version
+///   it was compiled for: complete on an API server not newer (learnt once,
+///   `GET /version`);
+/// - any other type — a custom resource's, or a built-in one nobody made a
+///   statement for — is not: such a write reads the object first.
+///
 /// Works for any kube resource: k8s-openapi types and `#[derive(CustomResource)]`
 /// types (`DynamicType = ()`) via [`Writer::new`], and [`DynamicObject`] via
 /// [`Writer::new_with`] and an [`ApiResource`]; namespaced and cluster-scoped;
@@ -41,7 +57,9 @@ use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written
 pub struct Writer<K> {
     strategy: Arc<dyn WriteStrategy>,
     target: Target,
-    builtins_complete: TypedBuiltinsComplete,
+    /// Set when the caller stated that `K` is a type `k8s-openapi`
+    /// generates: whether the server is not newer than those types.
+    builtin: Option<TypedBuiltinsComplete>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -74,9 +92,39 @@ where
         Writer {
             strategy,
             target,
-            builtins_complete: TypedBuiltinsComplete::default(),
+            builtin: None,
             _kind: PhantomData,
         }
+    }
+
+    /// States that `K` is a type `k8s-openapi` generates, so a copy of it
+    /// holds every field of the Kubernetes version those types describe.
+    /// On an API server not newer than that version, the writer then
+    /// sends a copy whole (`update`'s `PUT`, a list set whole) without
+    /// reading the object first; on a newer one, or one whose version
+    /// cannot be learnt, it reads first as for any typed copy.
+    ///
+    /// Without this statement a typed copy counts as possibly missing
+    /// fields: safe, at one `GET` before each `PUT`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use concord_featuregates::{ConflictPolicy, StrategyName};
+    /// use concord_strategies::{Writer, strategy_for};
+    /// use k8s_openapi::api::core::v1::Pod;
+    ///
+    /// let client = kube::Client::try_default().await?;
+    /// let update = strategy_for(StrategyName::Update, ConflictPolicy::default());
+    /// let writer = Writer::<Pod>::new(client, update).with_builtin_type();
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_builtin_type(mut self) -> Self
+    where
+        K: k8s_openapi::Resource,
+    {
+        self.builtin = Some(TypedBuiltinsComplete::default());
+        self
     }
 
     /// The target, to adjust its settings.
@@ -99,16 +147,10 @@ where
     /// Apply `mutation` to `observed` and write it with the strategy.
     ///
     /// The object is converted to JSON once on the way in and back once on
-    /// the way out. A custom resource's Rust type may lack fields the server
-    /// stores, so it is handed over as [`Observed::typed`] (and `update`
-    /// reads the object before its `PUT`); a [`DynamicObject`] as
-    /// [`Observed::complete`]. A type `k8s-openapi` generates (decided by
-    /// the type's origin, not its API group) is complete only if the API server is
-    /// not newer than the Kubernetes version those types describe: for a
-    /// strategy that sends the whole object (`update`), the writer learns
-    /// the server's version once (`GET /version`), and on a newer server,
-    /// or when the version cannot be learnt, hands the object over as typed
-    /// so that `update` reads it raw first and drops no field.
+    /// the way out. It is handed to the strategy as [`Observed::complete`]
+    /// or [`Observed::typed`] as the [writer knows](Writer#what-a-typed-copy-holds):
+    /// from a typed copy, `update` reads the object before its `PUT`, and
+    /// a list set whole takes its entries from a fresh read.
     ///
     /// # Errors
     ///
@@ -116,10 +158,13 @@ where
     /// round-trip through JSON.
     pub async fn write(&self, observed: &K, mutation: &Mutation) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, observed)?;
-        let complete = TypeId::of::<K>() == TypeId::of::<DynamicObject>()
-            || (is_k8s_openapi_type::<K>()
-                && (!self.strategy.description().request.sends_whole_object()
-                    || self.builtins_complete.get(&self.target.client).await));
+        let complete = if TypeId::of::<K>() == TypeId::of::<DynamicObject>() {
+            true
+        } else if let Some(builtin) = &self.builtin {
+            builtin.get(&self.target.client).await
+        } else {
+            false
+        };
         let observed = if complete {
             Observed::complete(json)
         } else {
@@ -198,16 +243,6 @@ where
     }
 }
 
-/// Whether `K` is one of the types `k8s-openapi` generates, which hold
-/// every field of the Kubernetes version they target. Decided by where the
-/// type comes from, never by its API group: approved custom resources live
-/// in `*.k8s.io` groups too (`gateway.networking.k8s.io`), typed by crates
-/// that can lag the installed CRD. A type this cannot place counts as
-/// incomplete, so `update` reads the object raw first — the safe side.
-fn is_k8s_openapi_type<K: 'static>() -> bool {
-    std::any::type_name::<K>().starts_with("k8s_openapi::")
-}
-
 /// `observed` as JSON, with apiVersion and kind filled in from the target
 /// if the typed form omits them (or names the metadata-only wire type).
 fn to_json<K: Serialize>(target: &Target, observed: &K) -> Result<Value, Error> {
@@ -240,7 +275,7 @@ impl<K> Clone for Writer<K> {
         Writer {
             strategy: self.strategy.clone(),
             target: self.target.clone(),
-            builtins_complete: self.builtins_complete.clone(),
+            builtin: self.builtin.clone(),
             _kind: PhantomData,
         }
     }
@@ -272,30 +307,36 @@ mod tests {
         (200, info)
     }
 
-    /// `update` of a typed built-in: the requests it sends, given the
-    /// server's minor version, writing twice through one writer.
-    async fn update_requests(minor: &str) -> Vec<String> {
+    /// `update` of a typed ConfigMap, stated a built-in type or not: the
+    /// requests it sends, given the server's minor version, writing twice
+    /// through one writer.
+    async fn update_requests(minor: &str, builtin: bool) -> Vec<String> {
         // The server's copy (with a field the typed ConfigMap lacks), then
         // the stored answer to the PUT; repeated for the second write.
         let mut raw = config_map("8", json!({}));
         raw["newerField"] = json!("kept");
         let stored = (200, config_map("9", json!({"a": "b"})));
-        let answers = if minor == "37" {
-            vec![version(minor), stored]
-        } else {
-            vec![
-                version(minor),
-                (200, raw.clone()),
-                stored.clone(),
-                (200, raw),
-                stored,
-            ]
+        let reads = vec![
+            (200, raw.clone()),
+            stored.clone(),
+            (200, raw),
+            stored.clone(),
+        ];
+        let answers = match (builtin, minor) {
+            (true, "37") => vec![version(minor), stored.clone(), stored],
+            (true, _) => [vec![version(minor)], reads].concat(),
+            (false, _) => reads,
         };
         let (target, seen) = target(answers);
         let writer = Writer::<ConfigMap>::from_target(
             target,
             strategy_for(StrategyName::Update, ConflictPolicy::default()),
         );
+        let writer = if builtin {
+            writer.with_builtin_type()
+        } else {
+            writer
+        };
         let observed: ConfigMap = serde_json::from_value(config_map("7", json!({}))).unwrap();
         for _ in 0..2 {
             writer
@@ -306,18 +347,11 @@ mod tests {
         seen.lock().unwrap().clone()
     }
 
-    #[test]
-    fn only_k8s_openapi_types_count_as_generated() {
-        assert!(is_k8s_openapi_type::<ConfigMap>());
-        assert!(!is_k8s_openapi_type::<DynamicObject>());
-        assert!(!is_k8s_openapi_type::<Value>());
-    }
-
     #[tokio::test]
     async fn a_server_not_newer_than_k8s_openapi_puts_the_typed_object() {
         let path = "/api/v1/namespaces/ns/configmaps/cm";
         assert_eq!(
-            update_requests("37").await,
+            update_requests("37", true).await,
             [
                 "GET /version".to_owned(),
                 format!("PUT {path}"),
@@ -331,7 +365,7 @@ mod tests {
     async fn a_newer_server_reads_the_object_raw_before_the_put() {
         let path = "/api/v1/namespaces/ns/configmaps/cm";
         assert_eq!(
-            update_requests("38").await,
+            update_requests("38", true).await,
             [
                 "GET /version".to_owned(),
                 format!("GET {path}"),
@@ -340,6 +374,21 @@ mod tests {
                 format!("PUT {path}"),
             ],
             "fields the compiled type lacks would be dropped by a PUT of it"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_typed_object_nobody_stated_a_built_in_is_read_before_the_put() {
+        let path = "/api/v1/namespaces/ns/configmaps/cm";
+        assert_eq!(
+            update_requests("37", false).await,
+            [
+                format!("GET {path}"),
+                format!("PUT {path}"),
+                format!("GET {path}"),
+                format!("PUT {path}"),
+            ],
+            "without the statement the type may lack stored fields, whatever its name"
         );
     }
 }

@@ -195,6 +195,7 @@ pub async fn run(args: OperatorArgs, allocator: &'static CountingAlloc) -> anyho
         .with_health_probe_bind_address("127.0.0.1:0");
     manager_args.kubeconfig = Some(args.kubeconfig.clone());
     let mut manager = Manager::builder("memory-bench")
+        .with_builtin_type::<Pod>()
         .with_args(manager_args)
         .with_cache_layout(args.layout)
         // ANCHOR: memory_release

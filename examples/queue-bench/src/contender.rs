@@ -120,6 +120,7 @@ impl Reconciler<ConfigMap> for Recorder {
 
 async fn concord(setup: &Setup<'_>, sender: mpsc::UnboundedSender<First>) -> anyhow::Result<Stop> {
     let mut manager = Manager::builder("queue-bench")
+        .with_builtin_type::<ConfigMap>()
         .with_client(setup.client.clone())
         .with_signal_handling(false)
         .build()

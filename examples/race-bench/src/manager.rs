@@ -250,6 +250,7 @@ pub(crate) async fn run(
     std::fs::write(&config, strategy_table(strategy))
         .with_context(|| format!("writing {}", config.display()))?;
     let mut manager = Manager::builder("race-bench")
+        .with_builtin_type::<Pod>()
         .with_args(ManagerArgs::new().with_config(&config))
         .with_client(client.clone())
         .with_signal_handling(false)
