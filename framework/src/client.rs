@@ -81,7 +81,7 @@ impl prometheus_client::collector::Collector for ClientCounters {
 /// them. Every other request (the runtime's lists and watches, reads)
 /// keeps kube's own retry of 429/503/504 (which honours `Retry-After`), and
 /// every such answer is counted in `counters` on its way to it. The whole
-/// layering is described in the strategies crate's `retry.rs`.
+/// layering is described in the strategies crate's `wire/retry.rs`.
 ///
 /// kube puts its retry beneath every layer a caller can add, so a default
 /// client retries a 429 before anything outside it sees one; here the retry

@@ -13,12 +13,27 @@
 //! | [`Apply`] | server-side apply, a field manager per intent | every writer | managedFields; typed intents only |
 //! | [`Guarded`] | strategic-merge finalizer directives, or a JSON patch `test`ing exactly the paths it writes; always the uid | every writer, for every field it writes | 1 request unless another writer touched the same field |
 //!
-//! Every strategy describes its write as a plan (`plan.rs`: how its
-//! request is built, whether it reads first, what a conflict means) and one
-//! runner carries every plan out: `write_loop.rs` starts each write and
-//! handles conflicts, `session.rs` sends and retries transient failures,
-//! `request.rs` says how each request is built, `change.rs` what a typed
-//! mutation changed.
+//! The crate is in layers, each a folder, from the top down; a layer
+//! imports only the ones below it (checked by the test
+//! `the_strategies_layers_import_only_downward` of `tests/layout`):
+//!
+//! - `strategy/`: the sealed [`WriteStrategy`] trait and the six
+//!   strategies, each a plan read from its
+//!   [`StrategyDescription`](concord_featuregates::StrategyDescription);
+//! - `runner/`: the one loop that carries every plan out (`plan.rs` says
+//!   how its request is built, whether it reads first, what a conflict
+//!   means; `write_loop.rs` starts each write and handles conflicts;
+//!   `session.rs` sends), server-side apply's own loop, create and delete;
+//! - `target/`: where a write goes ([`Target`]) and what it may use there:
+//!   the watch cache it re-reads from, the turns and locks of its writers;
+//! - `body/`: the bytes each strategy sends;
+//! - `model/`: the model of a change: a [`Mutation`] of [`Intent`]s or a
+//!   closure, what it changed, and how that lands on a newer copy;
+//! - `wire/`: retrying transient failures, the server's version, metrics.
+//!
+//! Beside them, `writer.rs` (the typed [`Writer`]) sits on top, and
+//! `error.rs`, `outcome.rs` and `object_key.rs` are the words every layer
+//! shares.
 //!
 //! Pick one by name with [`try_strategy_for`] (or [`strategy_for`]), wrap it in a typed [`Writer`],
 //! and read what each write cost in its [`Outcome`]; aggregate with
@@ -36,91 +51,64 @@
 //! # Ok(()) }
 //! ```
 
-mod align;
-mod apply;
-#[cfg(feature = "testing")]
-mod before_write;
-mod by_name;
-mod carry;
-mod change;
+mod body;
 mod error;
-mod field_manager;
-mod fresh;
-mod go_json;
-mod guarded;
-mod guarded_patch;
-mod intent;
-mod lax;
-mod lock_table;
-mod locked;
-mod merge_patch;
-mod metrics;
 #[cfg(test)]
 mod mock;
-mod mutation;
+mod model;
 mod object_key;
-mod observed;
 mod outcome;
-mod plan;
-mod request;
-mod retry;
-mod server_version;
-mod session;
+mod runner;
 mod strategy;
-mod strict;
-mod subresource;
 mod target;
-mod turns;
-mod update;
-mod whole_objects;
-mod write_loop;
+mod wire;
 mod writer;
 
 #[doc(inline)]
-pub use apply::Apply;
+pub use strategy::apply::Apply;
 // A fault-injection hook for concord's own tests: kept off the API docs.
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub use before_write::BeforeWrite;
-#[doc(inline)]
-pub use by_name::{strategy_for, try_strategy_for};
 #[doc(inline)]
 pub use concord_featuregates::{ConflictPolicy, Operation, RetryPolicy, StrategyName};
 #[doc(inline)]
 pub use error::Error;
 #[doc(inline)]
-pub use fresh::{DEFAULT_FRESH_WAIT, FreshCopies, cached_copy, is_newer};
+pub use model::intent::{Condition, Intent};
 #[doc(inline)]
-pub use guarded::Guarded;
+pub use model::mutation::Mutation;
 #[doc(inline)]
-pub use intent::{Condition, Intent};
-#[doc(inline)]
-pub use lax::Lax;
-#[doc(inline)]
-pub use lock_table::{LockGuard, LockTable};
-#[doc(inline)]
-pub use locked::Locked;
-#[doc(inline)]
-pub use metrics::{LATENCY_BUCKETS, MetricsSnapshot, WriteMetrics};
-#[doc(inline)]
-pub use mutation::Mutation;
+pub use model::observed::Observed;
 #[doc(inline)]
 pub use object_key::ObjectKey;
 #[doc(inline)]
-pub use observed::Observed;
-#[doc(inline)]
 pub use outcome::{Fallback, Outcome, Verb, Written};
 #[doc(inline)]
-pub use retry::{RetriedByStrategy, retried_by_strategy};
+pub use strategy::by_name::{strategy_for, try_strategy_for};
 #[doc(inline)]
-pub use strategy::WriteStrategy;
+pub use strategy::guarded::Guarded;
 #[doc(inline)]
-pub use strict::Strict;
+pub use strategy::lax::Lax;
 #[doc(inline)]
-pub use target::{DEFAULT_FIELD_MANAGER, Target};
+pub use strategy::locked::Locked;
 #[doc(inline)]
-pub use turns::WriteTurns;
+pub use strategy::strict::Strict;
 #[doc(inline)]
-pub use update::Update;
+pub use strategy::update::Update;
+#[doc(inline)]
+pub use strategy::write_strategy::WriteStrategy;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub use target::before_write::BeforeWrite;
+#[doc(inline)]
+pub use target::fresh::{DEFAULT_FRESH_WAIT, FreshCopies, cached_copy, is_newer};
+#[doc(inline)]
+pub use target::lock_table::{LockGuard, LockTable};
+#[doc(inline)]
+pub use target::settings::{DEFAULT_FIELD_MANAGER, Target};
+#[doc(inline)]
+pub use target::turns::WriteTurns;
+#[doc(inline)]
+pub use wire::metrics::{LATENCY_BUCKETS, MetricsSnapshot, WriteMetrics};
+#[doc(inline)]
+pub use wire::retry::{RetriedByStrategy, retried_by_strategy};
 #[doc(inline)]
 pub use writer::Writer;

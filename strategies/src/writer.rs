@@ -8,7 +8,7 @@ use kube::core::{ApiResource, DynamicObject, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::server_version::TypedBuiltinsComplete;
+use crate::wire::server_version::TypedBuiltinsComplete;
 use crate::{Error, Mutation, ObjectKey, Observed, Target, WriteStrategy, Written};
 
 /// Typed writes for objects of `K`, through one strategy.
@@ -201,7 +201,7 @@ where
     pub async fn create(&self, object: &K) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, object)?;
         let written =
-            crate::whole_objects::create(&self.target, self.strategy.name(), json).await?;
+            crate::runner::whole_objects::create(&self.target, self.strategy.name(), json).await?;
         self.typed(written)
     }
 
@@ -226,7 +226,7 @@ where
     pub async fn delete(&self, observed: &K) -> Result<Written<K>, Error> {
         let json = to_json(&self.target, observed)?;
         let written =
-            crate::whole_objects::delete(&self.target, self.strategy.name(), json).await?;
+            crate::runner::whole_objects::delete(&self.target, self.strategy.name(), json).await?;
         self.typed(written)
     }
 

@@ -12,7 +12,7 @@ use std::cell::OnceCell;
 
 use serde_json::Value;
 
-use crate::change::{Step, value_at};
+use crate::model::change::{Step, value_at};
 
 /// A type's view of a whole object: the object decoded through the type
 /// and encoded again; `None` where it does not decode.

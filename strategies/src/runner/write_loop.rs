@@ -11,16 +11,16 @@
 use concord_featuregates::ConflictPolicy;
 use serde_json::Value;
 
-use crate::fresh::is_newer;
-use crate::observed::meta;
+use crate::model::observed::meta;
+use crate::target::fresh::is_newer;
 use concord_featuregates::Reads;
 
-use crate::plan::{How, OnConflict, Plan};
-use crate::request::{Body, Request};
-use crate::retry::delay;
-use crate::session::{Answer, Sent, Session};
-use crate::subresource::holds_change;
-use crate::turns;
+use crate::body::request::{Body, Request};
+use crate::runner::plan::{How, OnConflict, Plan};
+use crate::runner::session::{Answer, Sent, Session};
+use crate::runner::subresource::holds_change;
+use crate::target::turns;
+use crate::wire::retry::delay;
 use crate::{Error, Fallback, Mutation, Observed, Target, Written};
 
 impl Session<'_> {
@@ -30,7 +30,7 @@ impl Session<'_> {
     /// A write that may re-read takes its turn among this process's writes
     /// of the object for each request it sends, and, under a retry policy,
     /// starts from the copy the previous turn stored when that is newer
-    /// (`turns.rs`). It never holds a turn while it sleeps (backoff after a
+    /// (`target/turns.rs`). It never holds a turn while it sleeps (backoff after a
     /// conflict, a transient failure's wait) or re-reads.
     pub(crate) async fn drive(
         &mut self,
@@ -346,7 +346,8 @@ pub(crate) async fn run(
             on_conflict,
         } => (request, read, lock, on_conflict),
         How::Apply(retry) => {
-            return crate::apply::write(target, observed.into_json(), mutation, retry).await;
+            return crate::runner::apply::write(target, observed.into_json(), mutation, retry)
+                .await;
         }
         How::Refused { policy, reason } => {
             return Err(Error::UnsupportedStrategy {

@@ -70,7 +70,7 @@ pub trait WriteStrategy: sealed::Sealed + Send + Sync + std::fmt::Debug {
         observed: Observed,
         mutation: &Mutation,
     ) -> Result<Written<Value>, Error> {
-        crate::write_loop::run(self.plan(), target, observed, mutation).await
+        crate::runner::write_loop::run(self.plan(), target, observed, mutation).await
     }
 
     /// Apply `mutation` to the object last seen as `observed` (typically
@@ -107,6 +107,6 @@ pub(crate) mod sealed {
     pub trait Sealed {
         /// The plan the runner carries out, read from the strategy's
         /// description.
-        fn plan(&self) -> crate::plan::Plan<'_>;
+        fn plan(&self) -> crate::runner::plan::Plan<'_>;
     }
 }

@@ -8,9 +8,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::align::{Entries, View, misaligned_list, same_identity};
-use crate::change::value_at;
-use crate::change::{Edit, Step, diff};
+use crate::model::align::{Entries, View, misaligned_list, same_identity};
+use crate::model::change::value_at;
+use crate::model::change::{Edit, Step, diff};
 
 /// Apply the change from `before` to `after` (two views of `raw` through
 /// a type, `view` being how that type sees any raw object) to `raw`,
@@ -145,7 +145,7 @@ fn keep_stored_entries(
     let entries = entries.filter(|e| e.stored() == stored.as_slice());
     let shows = |seen: &Value, index: usize| match entries {
         Some(entries) => entries.shows(seen, index),
-        None => crate::align::covers(seen, &stored[index]),
+        None => crate::model::align::covers(seen, &stored[index]),
     };
     let pairs = pair(old, stored.len(), &shows);
     let mut used = vec![false; stored.len()];
@@ -238,7 +238,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::change::json_patch;
+    use crate::model::change::json_patch;
 
     /// No type: entries compare by their bytes alone.
     fn no_type(_: &Value) -> Option<Value> {

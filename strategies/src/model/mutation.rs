@@ -115,7 +115,7 @@ impl Mutation {
                     let typed: K = serde_json::from_value(raw.clone()).ok()?;
                     serde_json::to_value(&typed).ok()
                 };
-                crate::carry::apply_change(v, &before, &after, &view);
+                crate::model::carry::apply_change(v, &before, &after, &view);
                 Ok(())
             }),
         })
@@ -130,7 +130,7 @@ impl Mutation {
     /// where the resource has a status subresource: the API server would
     /// store the write without it. On a custom resource without one, both
     /// are written through the main resource, under the same strategy
-    /// (discovery decides, once per target; see `subresource.rs`).
+    /// (discovery decides, once per target; see `runner/subresource.rs`).
     pub fn typed_status<K, F>(f: F) -> Self
     where
         K: Serialize + DeserializeOwned,

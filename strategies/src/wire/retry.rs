@@ -19,7 +19,7 @@
 //! counted in the framework's `concord_client_retried_responses_total`.
 //!
 //! A `409 Conflict` is not transient: how it is handled is in
-//! `write_loop.rs`.
+//! `runner/write_loop.rs`.
 //!
 //! A write through a client whose own retry layer does not know the marker
 //! (kube's default client, `Config::default_retry`) is retried by both

@@ -1,13 +1,13 @@
 //! How a strategy's request is built from the object it last saw and the
 //! object with the mutation applied. Every strategy's wire format is here;
-//! the loop that sends it is in `write_loop.rs`.
+//! the loop that sends it is in `runner/write_loop.rs`.
 
 use serde_json::{Value, json};
 
-use crate::change::{Holds, diff_holding, json_patch};
-use crate::guarded_patch::{GuardedBody, guarded};
-use crate::merge_patch::{merge_diff, set_metadata, sets_null};
-use crate::observed::meta;
+use crate::body::guarded_patch::{GuardedBody, guarded};
+use crate::body::merge_patch::{merge_diff, set_metadata, sets_null};
+use crate::model::change::{Holds, diff_holding, json_patch};
+use crate::model::observed::meta;
 use crate::{Error, ObjectKey};
 
 /// The most operations kube-apiserver accepts in one JSON patch (more

@@ -1,7 +1,7 @@
 use concord_featuregates::{ConflictPolicy, StrategyName};
 
 use crate::WriteStrategy;
-use crate::plan::Plan;
+use crate::runner::plan::Plan;
 
 /// `guarded`: a patch whose preconditions are exactly the fields and
 /// entries it writes, and always the uid.
@@ -62,7 +62,7 @@ impl Guarded {
     }
 }
 
-impl crate::strategy::sealed::Sealed for Guarded {
+impl crate::strategy::write_strategy::sealed::Sealed for Guarded {
     fn plan(&self) -> Plan<'_> {
         Plan::of(StrategyName::Guarded, &self.policy, None)
     }

@@ -22,9 +22,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::change::value_at;
-use crate::change::{Edit, Holds, Step, diff_holding, pointer};
-use crate::observed::meta;
+use crate::model::change::value_at;
+use crate::model::change::{Edit, Holds, Step, diff_holding, pointer};
+use crate::model::observed::meta;
 
 /// The API groups kube-apiserver serves from its own Go types, for which it
 /// accepts strategic merge patches (custom resources do not).
@@ -488,7 +488,7 @@ mod tests {
     #[test]
     fn label_keys_are_escaped_in_json_pointers() {
         assert_eq!(
-            crate::change::escape("example.com/a~b"),
+            crate::model::change::escape("example.com/a~b"),
             "example.com~1a~0b"
         );
     }

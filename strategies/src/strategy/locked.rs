@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use concord_featuregates::StrategyName;
 
-use crate::plan::{HANDED_BACK, Plan};
+use crate::runner::plan::{HANDED_BACK, Plan};
 use crate::{LockTable, WriteStrategy};
 
 /// `locked`: an in-process async mutex per object around a fresh `GET`,
@@ -59,7 +59,7 @@ impl Default for Locked {
     }
 }
 
-impl crate::strategy::sealed::Sealed for Locked {
+impl crate::strategy::write_strategy::sealed::Sealed for Locked {
     fn plan(&self) -> Plan<'_> {
         Plan::of(StrategyName::Locked, HANDED_BACK, self.table.as_deref())
     }

@@ -1,6 +1,6 @@
 //! The state of one write and everything about sending its requests: the
 //! wire call, transient retries (`429`, `5xx`: the one place a write's are
-//! retried and counted; the layering is described in `retry.rs`), uid
+//! retried and counted; the layering is described in `wire/retry.rs`), uid
 //! checks, gone objects, metrics. How a conflict is handled is in
 //! `write_loop.rs`.
 
@@ -11,11 +11,11 @@ use kube::api::{DeleteParams, GetParams, Patch, PatchParams, PostParams, Precond
 use kube::core::{ApiResource, DynamicObject, Resource};
 use serde_json::Value;
 
-use crate::change::Holds;
-use crate::guarded_patch::strategic_merges;
-use crate::observed::meta;
-use crate::request::{Body, Writing};
-use crate::retry::{Class, call, classify, delay};
+use crate::body::guarded_patch::strategic_merges;
+use crate::body::request::{Body, Writing};
+use crate::model::change::Holds;
+use crate::model::observed::meta;
+use crate::wire::retry::{Class, call, classify, delay};
 use crate::{Error, Mutation, ObjectKey, Outcome, Target, Verb, Written};
 
 /// How the API server answered a write, for the cases the loop handles
@@ -52,7 +52,7 @@ pub(crate) struct Session<'a> {
     /// Whether requests go to the status subresource.
     pub(crate) status: bool,
     /// Whether status changes go through the main resource: the resource
-    /// has no status subresource (`subresource.rs`).
+    /// has no status subresource (`runner/subresource.rs`).
     pub(crate) status_on_main: bool,
     /// Whether this status write was sent to the main resource instead.
     pub(crate) rerouted: bool,
@@ -120,7 +120,7 @@ impl<'a> Session<'a> {
                 object: key,
             });
         }
-        let resource = crate::target::in_version_of(&target.resource, observed);
+        let resource = crate::target::settings::in_version_of(&target.resource, observed);
         // Without a status subresource, status is the main resource's.
         let status_on_main = target.status_subresource.known() == Some(false);
         Ok(Session {
@@ -343,8 +343,8 @@ impl<'a> Session<'a> {
                     request.patch(&self.name, &params, &Patch::Json::<()>(ops))
                 };
                 // The server compares `test` values with its Go encoding
-                // of the stored ones (`go_json.rs`).
-                let go = crate::go_json::to_vec(body).map_err(|e| self.convert(e))?;
+                // of the stored ones (`body/go_json.rs`).
+                let go = crate::body::go_json::to_vec(body).map_err(|e| self.convert(e))?;
                 let request = request.map(|mut r| {
                     *r.body_mut() = go;
                     r
@@ -353,8 +353,9 @@ impl<'a> Session<'a> {
             }
             Body::Apply { config, manager } => {
                 let request = patch(&PatchParams::apply(manager).force(), &Patch::Apply(config));
-                // Read by the server as YAML (`go_json.rs`).
-                let ascii = crate::go_json::to_ascii_vec(config).map_err(|e| self.convert(e))?;
+                // Read by the server as YAML (`body/go_json.rs`).
+                let ascii =
+                    crate::body::go_json::to_ascii_vec(config).map_err(|e| self.convert(e))?;
                 let request = request.map(|mut r| {
                     *r.body_mut() = ascii;
                     r

@@ -1,7 +1,7 @@
 use concord_featuregates::{ConflictPolicy, StrategyName};
 
 use crate::WriteStrategy;
-use crate::plan::Plan;
+use crate::runner::plan::Plan;
 
 /// `update`: a `PUT` of the whole mutated object carrying its
 /// `resourceVersion` (and uid, which the server checks as a precondition).
@@ -45,7 +45,7 @@ impl Update {
     }
 }
 
-impl crate::strategy::sealed::Sealed for Update {
+impl crate::strategy::write_strategy::sealed::Sealed for Update {
     fn plan(&self) -> Plan<'_> {
         Plan::of(StrategyName::Update, &self.policy, None)
     }

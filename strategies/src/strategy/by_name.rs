@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use concord_featuregates::{ConflictPolicy, StrategyName};
 
-use crate::plan::{Plan, REQUEUE_REFUSED};
-use crate::strategy::sealed::Sealed;
+use crate::runner::plan::{Plan, REQUEUE_REFUSED};
+use crate::strategy::write_strategy::sealed::Sealed;
 use crate::{Apply, Error, Guarded, Lax, Locked, Strict, Update, WriteStrategy};
 
 /// The strategy called `name` handling conflicts by `policy`.

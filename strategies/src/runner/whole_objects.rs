@@ -24,9 +24,9 @@
 use concord_featuregates::{Operation, StrategyName, WholeObjects};
 use serde_json::Value;
 
-use crate::observed::meta;
-use crate::request::Body;
-use crate::session::{Answer, Sent, Session};
+use crate::body::request::Body;
+use crate::model::observed::meta;
+use crate::runner::session::{Answer, Sent, Session};
 use crate::{Error, Mutation, ObjectKey, Target, Written};
 
 /// How many times a create is sent in all: by `lax` when the object of

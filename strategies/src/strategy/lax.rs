@@ -1,7 +1,7 @@
 use concord_featuregates::StrategyName;
 
 use crate::WriteStrategy;
-use crate::plan::{HANDED_BACK, Plan};
+use crate::runner::plan::{HANDED_BACK, Plan};
 
 /// `lax`: a JSON merge patch computed from the observed object, with no
 /// precondition.
@@ -25,7 +25,7 @@ use crate::plan::{HANDED_BACK, Plan};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Lax;
 
-impl crate::strategy::sealed::Sealed for Lax {
+impl crate::strategy::write_strategy::sealed::Sealed for Lax {
     fn plan(&self) -> Plan<'_> {
         Plan::of(StrategyName::Lax, HANDED_BACK, None)
     }

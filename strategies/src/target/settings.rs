@@ -9,8 +9,8 @@ use serde_json::Value;
 
 #[cfg(feature = "testing")]
 use crate::BeforeWrite;
-use crate::fresh::DEFAULT_FRESH_WAIT;
-use crate::subresource::StatusSubresource;
+use crate::target::fresh::DEFAULT_FRESH_WAIT;
+use crate::target::status_subresource::StatusSubresource;
 use crate::{FreshCopies, WriteMetrics, WriteTurns};
 
 /// The field manager concord writes under unless told otherwise.

@@ -1,6 +1,6 @@
 //! What a strategy is, as data: how its request is built, whether and how
 //! it reads first, what a conflict means. Every strategy describes its
-//! write as a [`Plan`]; one runner (`write_loop.rs`) carries every plan
+//! write as a [`Plan`]; one runner (`runner/write_loop.rs`) carries every plan
 //! out, so a write starts one way whatever the strategy.
 
 use concord_featuregates::{
@@ -8,7 +8,7 @@ use concord_featuregates::{
 };
 
 use crate::LockTable;
-use crate::request::Request;
+use crate::body::request::Request;
 
 /// A strategy's description of its writes, read by the one runner.
 ///
@@ -33,7 +33,7 @@ pub(crate) enum How<'a> {
         lock: Option<&'a LockTable>,
         on_conflict: OnConflict<'a>,
     },
-    /// Server-side apply, a field manager per intent (`apply.rs`), with a
+    /// Server-side apply, a field manager per intent (`strategy/apply.rs`), with a
     /// guarded fallback retried within the policy.
     Apply(&'a RetryPolicy),
     /// No strategy could be built: every write fails, naming why.

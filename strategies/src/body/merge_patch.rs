@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::change::{Holds, Step};
+use crate::model::change::{Holds, Step};
 
 /// The merge patch that turns `old` into `new`, `None` when they are equal,
 /// for a copy holding its maps as `holds` says.

@@ -1,7 +1,7 @@
 use concord_featuregates::{ConflictPolicy, StrategyName};
 
 use crate::WriteStrategy;
-use crate::plan::Plan;
+use crate::runner::plan::Plan;
 
 /// `strict`: the `lax` merge patch plus the observed
 /// `metadata.resourceVersion` and `metadata.uid` — an optimistic lock.
@@ -52,7 +52,7 @@ impl Strict {
     }
 }
 
-impl crate::strategy::sealed::Sealed for Strict {
+impl crate::strategy::write_strategy::sealed::Sealed for Strict {
     fn plan(&self) -> Plan<'_> {
         Plan::of(StrategyName::Strict, &self.policy, None)
     }

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::ObjectKey;
-use crate::fresh::is_newer;
-use crate::lock_table::{Held, Table};
-use crate::observed::meta;
+use crate::model::observed::meta;
+use crate::target::fresh::is_newer;
+use crate::target::lock_table::{Held, Table};
 
 /// The turns that writes of one object take (see [`Strict`](crate::Strict),
 /// "Taking turns"): a [`Target`](crate::Target) has its own, shared by its
