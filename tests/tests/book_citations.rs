@@ -172,6 +172,65 @@ fn rs_stems(dir: &Path) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// The files of the test target whose root is `root`: the root and every
+/// file of its module tree, each `mod name;` found where rustc finds it.
+fn crate_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    module_files(root, root.parent().unwrap(), &mut out);
+    out
+}
+
+/// `file` and the files of the modules it declares out of line, which live
+/// in `dir` unless a `#[path]` (relative to `file`'s folder) names one.
+fn module_files(file: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return;
+    };
+    out.push(file.to_path_buf());
+    let mut named = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(path) = line
+            .strip_prefix("#[path = \"")
+            .and_then(|rest| rest.strip_suffix("\"]"))
+        {
+            named = Some(file.parent().unwrap().join(path));
+            continue;
+        }
+        if line.starts_with("#[") {
+            continue;
+        }
+        let declared = line
+            .split_once("mod ")
+            .filter(|(visibility, _)| visibility.is_empty() || visibility.starts_with("pub"))
+            .and_then(|(_, rest)| rest.strip_suffix(';'))
+            .filter(|name| name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+        if let Some(name) = declared {
+            let flat = dir.join(format!("{name}.rs"));
+            let (child, child_dir) = match named.take() {
+                // A `#[path]` file keeps its own modules beside it, as a
+                // `mod.rs` does.
+                Some(path) => {
+                    let folder = path.parent().unwrap().to_path_buf();
+                    (path, folder)
+                }
+                None if flat.exists() => (flat, dir.join(name)),
+                None => (dir.join(name).join("mod.rs"), dir.join(name)),
+            };
+            module_files(&child, &child_dir, out);
+        }
+        named = None;
+    }
+}
+
+/// The text of every file of the test target whose root is `root`.
+fn crate_source(root: &Path) -> String {
+    crate_files(root)
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn workspace_targets(root: &Path) -> Targets {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let members = manifest
@@ -183,10 +242,23 @@ fn workspace_targets(root: &Path) -> Targets {
         let dir = root.join(member);
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         let mut section = "";
-        let mut declared_tests = Vec::new();
+        // Each `[[test]]` section's name and, if it has one, path.
+        let mut declared_tests: Vec<(String, Option<String>)> = Vec::new();
         for line in text.lines().map(str::trim) {
             if line.starts_with('[') {
                 section = line;
+                if section == "[[test]]" {
+                    declared_tests.push((String::new(), None));
+                }
+                continue;
+            }
+            if section == "[[test]]"
+                && let Some(path) = line
+                    .strip_prefix("path = \"")
+                    .and_then(|rest| rest.strip_suffix('"'))
+                && let Some(test) = declared_tests.last_mut()
+            {
+                test.1 = Some(path.to_owned());
                 continue;
             }
             let Some(name) = line
@@ -208,7 +280,11 @@ fn workspace_targets(root: &Path) -> Targets {
                 "[[bin]]" => {
                     targets.bins.insert(name.to_owned());
                 }
-                "[[test]]" => declared_tests.push(name.to_owned()),
+                "[[test]]" => {
+                    if let Some(test) = declared_tests.last_mut() {
+                        test.0 = name.to_owned();
+                    }
+                }
                 _ => {}
             }
         }
@@ -218,22 +294,22 @@ fn workspace_targets(root: &Path) -> Targets {
         for (stem, _) in rs_stems(&dir.join("src/bin")) {
             targets.bins.insert(stem);
         }
+        // A target of several files (`tests/<name>/main.rs` and its
+        // modules): every file of its module tree, and no other binary's
+        // file that shares its folder.
         for (stem, path) in rs_stems(&dir.join("tests")) {
-            // A target of several files (`tests/<name>/main.rs` and its
-            // modules): every file of its folder.
-            let mut sources = vec![path.clone()];
-            if path.ends_with("main.rs") {
-                files(path.parent().unwrap(), &[".rs"], &mut sources);
-            }
-            let source = sources
-                .iter()
-                .map(|p| std::fs::read_to_string(p).unwrap())
-                .collect::<Vec<_>>()
-                .join("\n");
             targets.tests.insert(stem.clone());
-            targets.test_sources.push((stem, source));
+            targets.test_sources.push((stem, crate_source(&path)));
         }
-        targets.tests.extend(declared_tests);
+        // A declared target (`[[test]]`), at its `path` when it has one.
+        for (name, path) in declared_tests {
+            if let Some(path) = path {
+                targets
+                    .test_sources
+                    .push((name.clone(), crate_source(&dir.join(path))));
+            }
+            targets.tests.insert(name);
+        }
     }
     targets
 }
@@ -419,6 +495,46 @@ fn every_cargo_command_of_the_book_names_existing_targets() {
     }
     assert!(checked > 30, "the book has cargo commands ({checked})");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_test_target_is_the_files_of_its_module_tree() {
+    let tests = workspace().join("tests/tests");
+    let holds = |files: &[PathBuf], path: &str| files.iter().any(|f| f.ends_with(path));
+    // A folder's binary: its modules, not the other binaries beside it.
+    let sharding = crate_files(&tests.join("sharding/main.rs"));
+    assert!(holds(&sharding, "sharding/rings.rs"), "{sharding:?}");
+    assert!(holds(&sharding, "sharding/support/mod.rs"), "{sharding:?}");
+    assert!(
+        !holds(&sharding, "sharding/sharding_chaos.rs"),
+        "{sharding:?}"
+    );
+    // A binary of one file beside it: that file and the modules it declares.
+    let chaos = crate_files(&tests.join("sharding/sharding_chaos.rs"));
+    assert_eq!(
+        chaos,
+        [
+            tests.join("sharding/sharding_chaos.rs"),
+            tests.join("sharding/support/mod.rs")
+        ]
+    );
+    // A `#[path]` module, a module's module (`exact_values/ledger.rs`) and a
+    // `mod.rs`'s module (`support/gizmo.rs`).
+    let controller = crate_files(&tests.join("controller/main.rs"));
+    assert!(
+        holds(&controller, "strategies/exact_support/mod.rs"),
+        "{controller:?}"
+    );
+    let strategies = crate_files(&tests.join("strategies/main.rs"));
+    assert!(
+        holds(&strategies, "strategies/exact_values/ledger.rs"),
+        "{strategies:?}"
+    );
+    let observability = crate_files(&tests.join("observability/main.rs"));
+    assert!(
+        holds(&observability, "webhooks/support/gizmo.rs"),
+        "{observability:?}"
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../exact_support/mod.rs"]
+#[path = "../strategies/exact_support/mod.rs"]
 mod exact_support;
 
 mod api;

@@ -7,7 +7,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../webhooks_support/mod.rs"]
+#[path = "../webhooks/support/mod.rs"]
 mod webhooks_support;
 
 mod metrics;

@@ -72,11 +72,11 @@ impl Reconciler<ConfigMap> for Labeller {
 
 /// The pinned series: one `name{label,label}` a line, sorted.
 fn pinned_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability_support/series.txt")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability/support/series.txt")
 }
 
 fn reference_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability_support/reference.md")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/observability/support/reference.md")
 }
 
 /// The metrics reference the book includes, from a scrape's `# TYPE` and

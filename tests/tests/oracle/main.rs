@@ -6,8 +6,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../oracle_support/mod.rs"]
-mod oracle_support;
+mod support;
 
 mod probes;
 mod regressions;

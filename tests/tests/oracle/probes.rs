@@ -6,14 +6,14 @@
 //! cargo test -p concord-tests --test oracle probes::
 //! ```
 
-use crate::oracle_support;
+use crate::support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use kube::core::DynamicObject;
-use oracle_support::Oracle;
-use oracle_support::model::{DATA_KEYS, Kind, NESTED_KEYS};
 use serde_json::json;
+use support::Oracle;
+use support::model::{DATA_KEYS, Kind, NESTED_KEYS};
 
 /// A ConfigMap's data keys must match `[-._a-zA-Z0-9]+`: the server
 /// refuses the empty key and keys holding `/`, `~` or non-ASCII (so the

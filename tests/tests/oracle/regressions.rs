@@ -8,9 +8,9 @@
 //! cargo test -p concord-tests --test oracle search::regressions::
 //! ```
 
-use crate::oracle_support;
+use crate::support;
 
-use oracle_support::{Oracle, Verdict, exact_case};
+use support::{Oracle, Verdict, exact_case};
 
 /// Runs the case and fails on a violation.
 async fn exact(json: &str) -> anyhow::Result<()> {

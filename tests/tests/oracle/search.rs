@@ -8,7 +8,7 @@
 //! while another writer changes the object between the strategy's read
 //! and its request; creates and deletes beside the writes, under `retry`
 //! and `requeue`. Each stored object is checked against a model of the
-//! mutation's effect. The universe is named in `oracle_support/classes.rs`;
+//! mutation's effect. The universe is named in `support/classes.rs`;
 //! the test prints how many cases each class received and fails if one
 //! received none (or fewer than `CONCORD_ORACLE_AT_LEAST`).
 //!
@@ -19,12 +19,12 @@
 //!     cargo test -p concord-tests --test oracle search:: -- --nocapture
 //! ```
 
-use crate::oracle_support;
+use crate::support;
 
-use oracle_support::classes::ClassCount;
-use oracle_support::generate::case;
-use oracle_support::model::SAFE;
-use oracle_support::{Oracle, as_test, run_all};
+use support::classes::ClassCount;
+use support::generate::case;
+use support::model::SAFE;
+use support::{Oracle, as_test, run_all};
 
 fn env_u64(name: &str, default: u64) -> anyhow::Result<u64> {
     match std::env::var(name) {

@@ -6,8 +6,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../sharding_support/mod.rs"]
-mod sharding_support;
+mod support;
 
 mod membership;
 mod rings;

@@ -7,7 +7,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::sharding_support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::Api;
 
-use sharding_support::*;
+use support::*;
 
 #[tokio::test]
 async fn three_replicas_share_3000_objects_and_never_overlap() -> Result<()> {

@@ -10,7 +10,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::sharding_support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
-use sharding_support::*;
+use support::*;
 
 /// A membership Lease as a replica of another run writes it: the ring of
 /// the test binary (named after the default `--leader-election-id`), the

@@ -8,7 +8,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::sharding_support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use kube::api::{Api, PostParams};
 use kube::{Client, Config, ResourceExt};
 use serde_json::json;
 
-use sharding_support::*;
+use support::*;
 
 /// Every replica caches exactly the objects it owns, and the caches
 /// together hold each object once.

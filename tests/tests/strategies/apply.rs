@@ -9,9 +9,9 @@ use concord_strategies::{Error, Intent, Mutation, StrategyName, Verb, Writer, st
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 
-use crate::strategies_support;
+use crate::support;
 
-use strategies_support::{FOREIGN, OURS, config_map, finalizers, policy};
+use support::{FOREIGN, OURS, config_map, finalizers, policy};
 
 /// `apply` owns what it adds and releases it through SSA alone, keeping
 /// entries that other managers own.

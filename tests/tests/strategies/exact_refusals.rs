@@ -25,7 +25,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::strategies_support::policy;
+use crate::support::policy;
 
 /// The group of the widgets below.
 const GROUP: &str = "refusals.concord.example";

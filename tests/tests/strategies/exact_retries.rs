@@ -15,10 +15,10 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::json;
 
 use crate::exact_support;
-use crate::strategies_support;
+use crate::support;
 
 use exact_support::{Gadgets, clear_finalizers, create};
-use strategies_support::{FOREIGN, OURS, policy};
+use support::{FOREIGN, OURS, policy};
 
 /// The copies of `name` among the object's finalizers.
 fn copies(object: &DynamicObject, name: &str) -> usize {

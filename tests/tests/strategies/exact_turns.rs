@@ -25,10 +25,10 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::exact_support;
-use crate::strategies_support;
+use crate::support;
 
 use exact_support::{Gadget, Gadgets, all_kept, create, unknown_fields};
-use strategies_support::policy;
+use support::policy;
 
 /// Holds the first request of a write until the test releases it, after
 /// telling the test it is about to send.

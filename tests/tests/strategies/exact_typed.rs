@@ -13,10 +13,10 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::json;
 
 use crate::exact_support;
-use crate::strategies_support;
+use crate::support;
 
 use exact_support::{Gadget, Gadgets, all_kept, create, unknown_fields};
-use strategies_support::policy;
+use support::policy;
 
 /// The strategies that run closures.
 const CLOSURES: [StrategyName; 4] = [

@@ -14,7 +14,7 @@ use concord_strategies::{Condition, Intent, Mutation, StrategyName, Writer, stra
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::strategies_support::policy;
+use crate::support::policy;
 
 mod ledger;
 

@@ -21,10 +21,10 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use crate::exact_support;
-use crate::strategies_support;
+use crate::support;
 
 use exact_support::{Gadgets, clear_finalizers, create};
-use strategies_support::{FOREIGN, OURS, policy};
+use support::{FOREIGN, OURS, policy};
 
 /// Before our first request, another writer sends `patch`.
 #[derive(Debug)]
@@ -86,7 +86,7 @@ async fn a_foreign_finalizer_survives_a_removal_from_a_pod_in_one_request() -> a
         {"op": "add", "path": "/metadata/finalizers/-", "value": FOREIGN}
     ]))?);
     for (name, foreign) in [("first", first), ("last", last)] {
-        let pod = strategies_support::pod(name, &[OURS])?;
+        let pod = support::pod(name, &[OURS])?;
         pods.create(&PostParams::default(), &pod).await?;
         let observed = raw.get(name).await?;
         let written = writer(env, &resource, meanwhile(&raw, name, foreign))?
@@ -360,7 +360,7 @@ async fn a_recreated_object_is_never_written() -> anyhow::Result<()> {
     let pods: Api<Pod> = Api::namespaced(ns.client(), ns.name());
     let resource = kube::core::ApiResource::erase::<Pod>(&());
     let raw: Api<DynamicObject> = Api::namespaced_with(ns.client(), ns.name(), &resource);
-    let pod = strategies_support::pod("recreated", &[OURS])?;
+    let pod = support::pod("recreated", &[OURS])?;
     pods.create(&PostParams::default(), &pod).await?;
     let observed = raw.get("recreated").await?;
     clear_finalizers(&raw, "recreated").await?;

@@ -20,9 +20,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::strategies_support;
+use crate::support;
 
-use strategies_support::{ARGO, COMPLETED, FOREIGN, OURS, finalizers, pod, policy};
+use support::{ARGO, COMPLETED, FOREIGN, OURS, finalizers, pod, policy};
 
 /// Adds a foreign finalizer, as another controller would, right before the
 /// strategy's first write.

@@ -10,9 +10,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::strategies_support;
+use crate::support;
 
-use strategies_support::{OURS, config_map, policy};
+use support::{OURS, config_map, policy};
 
 /// Removing a finalizer from an object that is already gone is done.
 #[tokio::test]

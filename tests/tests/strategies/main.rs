@@ -8,10 +8,8 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../exact_support/mod.rs"]
 mod exact_support;
-#[path = "../strategies_support/mod.rs"]
-mod strategies_support;
+mod support;
 
 mod apply;
 mod exact_refusals;

@@ -15,9 +15,9 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
 use serde_json::json;
 
-use crate::strategies_support;
+use crate::support;
 
-use strategies_support::{OURS, config_map, finalizers, pod, policy};
+use support::{OURS, config_map, finalizers, pod, policy};
 
 /// Labels on a cluster-scoped resource.
 #[tokio::test]

@@ -14,9 +14,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::strategies_support;
+use crate::support;
 
-use strategies_support::{config_map, finalizers};
+use support::{config_map, finalizers};
 
 /// What each stress write adds: a label (a map key, which a merge patch
 /// sends alone) or a finalizer (a list entry, which a merge patch sends with

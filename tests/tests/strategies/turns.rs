@@ -21,9 +21,9 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::strategies_support;
+use crate::support;
 
-use strategies_support::{ARGO, COMPLETED, FOREIGN, finalizers, pod, policy};
+use support::{ARGO, COMPLETED, FOREIGN, finalizers, pod, policy};
 
 /// Before its first request: tells the test it is about to send, then
 /// holds the request back long enough for a second task to be waiting.

@@ -7,7 +7,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::webhooks_support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -18,8 +18,8 @@ use concord_testenv::TestEnv;
 use kube::api::{Api, PostParams};
 use kube::{CustomResourceExt, ResourceExt};
 use serde_json::json;
-use webhooks_support::gizmo::*;
-use webhooks_support::{admin, certs, https, only_namespace, register, unregister};
+use support::gizmo::*;
+use support::{admin, certs, https, only_namespace, register, unregister};
 
 // ANCHOR: denied
 #[tokio::test]

@@ -6,7 +6,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::webhooks_support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -20,8 +20,8 @@ use kube::api::{Api, PostParams};
 use kube::core::crd::merge_crds;
 use kube::{CustomResourceExt, ResourceExt};
 use proptest::prelude::*;
+use support::{admin, certs, eventually};
 use tokio::sync::oneshot;
-use webhooks_support::{admin, certs, eventually};
 
 // ANCHOR: versions
 /// The old version: no colour field, so it keeps the hub's in an annotation.

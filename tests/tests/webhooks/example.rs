@@ -10,7 +10,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::webhooks_support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -27,8 +27,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use proptest::prelude::*;
 use serde_json::json;
+use support::{admin, certs, eventually, https, unregister};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use webhooks_support::{admin, certs, eventually, https, unregister};
 
 fn hub(name: &str, message: String, shards: i32, status: Option<WidgetStatus>) -> Widget {
     let mut widget = Widget::new(name, widgets::WidgetSpec { message, shards });
@@ -134,7 +134,7 @@ async fn the_example_operator_serves_its_webhooks() -> Result<()> {
         .with_ca_bundle(ca.pem().as_bytes().to_vec())
         .with_configuration_name(CONFIGURATION);
     env.install_crd(widgets_webhooks::crd(&target)?).await?;
-    webhooks_support::register(
+    support::register(
         &admin()?,
         &widgets_webhooks::webhooks(),
         CONFIGURATION,

@@ -9,7 +9,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::webhooks_support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,11 +23,11 @@ use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
+use support::gizmo::{Gizmo, gizmo, webhooks};
+use support::{admin, certs, eventually, https, register, unregister};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
-use webhooks_support::gizmo::{Gizmo, gizmo, webhooks};
-use webhooks_support::{admin, certs, eventually, https, register, unregister};
 
 const LIMIT: Duration = Duration::from_secs(1);
 

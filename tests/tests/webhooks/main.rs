@@ -7,8 +7,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../webhooks_support/mod.rs"]
-mod webhooks_support;
+mod support;
 
 mod admission;
 mod conversion;

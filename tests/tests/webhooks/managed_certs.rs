@@ -10,7 +10,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::webhooks_support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -30,8 +30,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, PostParams};
 use kube::core::crd::merge_crds;
 use kube::{CustomResourceExt, ResourceExt};
-use webhooks_support::gizmo::{self, Gizmo};
-use webhooks_support::{admin, eventually, https, unregister};
+use support::gizmo::{self, Gizmo};
+use support::{admin, eventually, https, unregister};
 
 /// The old version of the converted resource.
 pub(crate) mod v1alpha1 {

@@ -1,7 +1,9 @@
-//! Shared by the `exact_*` test binaries: a custom resource whose Rust type
-//! lags its schema. The server stores `spec.color`, `status.phase` and a
-//! condition's `severity`; the Rust type [`Gadget`] knows none of them, so a
-//! write that round-trips the object through it would drop them.
+//! Shared by the `strategies` binary's `exact_*` tests and by the
+//! `controller` binary (which includes this file by `#[path]`): a custom
+//! resource whose Rust type lags its schema. The server stores `spec.color`,
+//! `status.phase` and a condition's `severity`; the Rust type [`Gadget`]
+//! knows none of them, so a write that round-trips the object through it
+//! would drop them.
 #![allow(dead_code)]
 
 use anyhow::Context;

@@ -25,11 +25,8 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "cost_gate/baseline.rs"]
 mod baseline;
-#[path = "cost_gate/measure.rs"]
 mod measure;
-#[path = "cost_gate/workload.rs"]
 mod workload;
 
 use std::sync::Arc;

@@ -21,7 +21,6 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result, ensure};
 
-#[path = "scaffold/session.rs"]
 mod session;
 
 use session::{fresh, workspace};

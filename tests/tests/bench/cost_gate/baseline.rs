@@ -71,8 +71,8 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<BTreeMap<String, f64>> {
 /// rewrite it, then each figure under a comment saying what it counts.
 pub(crate) fn render(figures: &[Figure]) -> String {
     let mut text = format!(
-        "# The cost gate's baseline: what tests/tests/cost_gate.rs counts for its\n\
-         # fixed, seeded workload on the embedded control plane. The test fails\n\
+        "# The cost gate's baseline: what tests/tests/bench/cost_gate/ counts for\n\
+         # its fixed, seeded workload on the embedded control plane. The test fails\n\
          # when a count exceeds its figure here by more than {:.0}%, and reports\n\
          # one below {:.0}% of it as an improvement to re-bless. After an intended\n\
          # change, rewrite this file with\n\

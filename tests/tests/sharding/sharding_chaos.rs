@@ -19,7 +19,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod sharding_support;
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -43,7 +43,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use sharding_support::{Log, Open, overlaps};
+use support::{Log, Open, overlaps};
 
 const SAFE: [StrategyName; 3] = [
     StrategyName::Strict,

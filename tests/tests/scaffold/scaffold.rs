@@ -41,7 +41,6 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde::Deserialize;
 use serde_json::Value;
 
-#[path = "scaffold/session.rs"]
 mod session;
 
 use session::{fresh, target_dir, workspace};
