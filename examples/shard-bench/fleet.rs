@@ -99,7 +99,7 @@ impl Setup {
         // A connection pool of its own per replica (and one for its
         // membership), as separate processes would have.
         let mut manager = Manager::builder(MANAGER)
-        .with_builtin_type::<ConfigMap>()
+            .with_builtin_type::<ConfigMap>()
             .with_kube_config(self.config.clone())
             .with_args(args)
             .with_leader_election_config(self.timings)

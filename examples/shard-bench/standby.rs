@@ -75,7 +75,7 @@ impl Bench {
             .with_leader_election(lease, &self.namespace)
             .with_cold_standby(cold);
         let mut manager = Manager::builder("standby-bench")
-        .with_builtin_type::<ConfigMap>()
+            .with_builtin_type::<ConfigMap>()
             .with_kube_config(self.config.clone())
             .with_args(args)
             .with_leader_election_config(self.timings)

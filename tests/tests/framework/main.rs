@@ -7,6 +7,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod builtin_types;
 mod cache;
 mod compact;
 mod manager;

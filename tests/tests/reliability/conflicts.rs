@@ -73,6 +73,7 @@ async fn storm(name: StrategyName, policy: ConflictPolicy) -> anyhow::Result<()>
     // replica): it takes turns only with itself, so the 16 meet each other's
     // conflicts as separate processes would.
     let writer = Writer::<ConfigMap>::new(env.client()?, strategy_for(name, policy))
+        .with_builtin_type()
         .with_target(|t| t.with_metrics(metrics.clone()));
 
     let start = Instant::now();

@@ -53,6 +53,7 @@ async fn write_outside_the_generated_rbac_is_rejected_once_and_never_retried() -
         restricted,
         strategy_for(StrategyName::Update, ConflictPolicy::default()),
     )
+    .with_builtin_type()
     .with_target(|t| t.with_metrics(metrics.clone()));
     let fresh = pods.get("p").await?;
     match update

@@ -52,6 +52,7 @@ async fn manager_with(
     strategy: StrategyName,
 ) -> Manager {
     let builder = Manager::builder("reread-test")
+        .with_builtin_type::<ConfigMap>()
         .with_client(client)
         .with_args(ManagerArgs::new().with_config(table(test, strategy)))
         .with_signal_handling(false);

@@ -84,9 +84,11 @@ async fn argo(
     let strategy: Arc<dyn WriteStrategy> = strategy_for(strategy, policy());
     let hold = Arc::new(HoldFirst::default());
     let first = Writer::<Pod>::new(ns.client(), strategy.clone())
+        .with_builtin_type()
         .with_target(|t| t.with_before_write(hold.clone()));
     // Two writers of one process: they share turns, as a manager's do.
     let second = Writer::<Pod>::new(ns.client(), strategy)
+        .with_builtin_type()
         .with_target(|t| t.with_turns(first.target().turns().clone()));
     let second = if foreign {
         let hook = Arc::new(Foreign {

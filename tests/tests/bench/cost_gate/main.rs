@@ -84,7 +84,10 @@ async fn manager(env: &TestEnv, table: Option<&std::path::Path>) -> anyhow::Resu
         Some(path) => ManagerArgs::new().with_config(path),
         None => ManagerArgs::new(),
     };
+    // Its objects are ConfigMaps, stated `k8s-openapi`'s as an author
+    // would: `update` then puts a cached copy without reading it first.
     Ok(Manager::builder("cost-gate")
+        .with_builtin_type::<ConfigMap>()
         .with_args(args)
         .with_kube_config(env.config().clone())
         .with_signal_handling(false)
