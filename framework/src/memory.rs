@@ -1,12 +1,14 @@
 //! Giving the memory a program freed back to the system.
 //!
-//! glibc's malloc, the system allocator of most Linux binaries, serves
-//! each thread from an arena and keeps what the program frees there for
-//! reuse. A write pass over a large cache replaces every cached object:
-//! the new copies are allocated by whichever runtime thread decoded them
-//! and the old ones freed into the arenas that held them, so the arenas
-//! grow while the heap stays the same size, and the freed pages stay
-//! resident. `malloc_trim(0)` hands back every whole free page of every
+//! glibc's malloc, the system allocator of most Linux binaries, keeps
+//! what a program frees for reuse. A write pass over a large cache
+//! replaces every cached object, so each old copy's block is freed while
+//! the new copy is allocated elsewhere; blocks nothing reuses stay
+//! resident while the heap stays the same size. The compact cache
+//! allocates each entry once, at its exact size (a growing buffer shrunk
+//! to fit left a small free block beside every entry, which at 10,000
+//! Pods held a write pass's VmRSS at 1.33× its synced value rather than
+//! 1.18×). `malloc_trim(0)` hands back every whole free page of every
 //! arena. [`MemoryRelease::WhenIdle`] has the [`Manager`](crate::Manager)
 //! call it once reconciles stop; [`release_free_memory`] calls it now.
 //!

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use concord_strategies::is_newer;
@@ -111,6 +111,10 @@ pub(crate) struct OwnWrites {
     keep: Duration,
     /// Records held now, for the gauge.
     held: AtomicU64,
+    /// Whether a controller skips the events of the manager's own writes
+    /// (`skip_own_writes`): only then is each write's version kept for
+    /// [`caused`](Self::caused), a map as large as a minute of writes.
+    own_events_asked: AtomicBool,
 }
 
 impl Default for OwnWrites {
@@ -126,6 +130,7 @@ impl OwnWrites {
             caught_up: Notify::new(),
             keep,
             held: AtomicU64::new(0),
+            own_events_asked: AtomicBool::new(false),
         }
     }
 
@@ -133,6 +138,13 @@ impl OwnWrites {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// From now on, keeps each write's version so that [`caused`](Self::caused)
+    /// can tell the watch events this manager's writes caused. A
+    /// controller that skips them asks before the manager runs.
+    pub(crate) fn tell_own_events(&self) {
+        self.own_events_asked.store(true, Relaxed);
     }
 
     /// How many records are held.
@@ -151,9 +163,10 @@ impl OwnWrites {
         during: Option<WriteKey>,
         waited: bool,
     ) {
+        let tell = self.own_events_asked.load(Relaxed);
         let mut state = self.lock();
         if !waited {
-            if let Expect::Version(version) = expect {
+            if let (true, Expect::Version(version)) = (tell, expect) {
                 state.caused.insert(key, (version, Instant::now()));
                 self.sweep(&mut state);
             }
@@ -165,7 +178,7 @@ impl OwnWrites {
                 children.push(key.clone());
             }
         }
-        if let Expect::Version(version) = &expect {
+        if let (true, Expect::Version(version)) = (tell, &expect) {
             state
                 .caused
                 .insert(key.clone(), (version.clone(), Instant::now()));
@@ -437,5 +450,24 @@ mod tests {
             );
         }
         assert!(ledger.held() < 512, "{}", ledger.held());
+    }
+
+    #[test]
+    fn the_versions_of_own_writes_are_kept_only_when_a_controller_skips_their_events() {
+        let ledger = OwnWrites::default();
+        ledger.record(key("a"), Expect::Version("7".into()), None, true);
+        ledger.record(key("b"), Expect::Version("8".into()), None, false);
+        assert!(!ledger.caused(&key("a"), "7"));
+        assert!(!ledger.caused(&key("b"), "8"));
+        assert!(ledger.lock().caused.is_empty(), "nothing kept unasked");
+        ledger.tell_own_events();
+        ledger.record(key("a"), Expect::Version("9".into()), None, true);
+        ledger.record(key("b"), Expect::Version("10".into()), None, false);
+        assert!(ledger.caused(&key("a"), "9"));
+        assert!(ledger.caused(&key("b"), "10"));
+        assert!(
+            !ledger.caused(&key("a"), "7"),
+            "only the last write's version"
+        );
     }
 }

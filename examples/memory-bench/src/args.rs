@@ -57,7 +57,8 @@ pub struct Args {
     /// controller-runtime operator; warm-up rounds and the burst run the
     /// first. `system` (glibc), `system-trim` (glibc, `malloc_trim(0)`
     /// when reconciles stop for a second), `system-arenas2` (glibc with
-    /// `MALLOC_ARENA_MAX=2`), `jemalloc`, `mimalloc`; the
+    /// `MALLOC_ARENA_MAX=2`), `system-arena1` (`MALLOC_ARENA_MAX=1`),
+    /// `jemalloc`, `mimalloc`; the
     /// counting allocator wraps each, so heap figures compare.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "system", num_args = 1..)]
     pub allocators: Vec<AllocatorChoice>,

@@ -18,6 +18,9 @@ pub enum AllocatorChoice {
     /// glibc's malloc with at most two arenas (`MALLOC_ARENA_MAX=2`)
     /// instead of up to eight per core.
     SystemArenas2,
+    /// glibc's malloc with one arena (`MALLOC_ARENA_MAX=1`): every
+    /// thread allocates from, and frees into, the same one.
+    SystemArena1,
     /// jemalloc, with its default options.
     Jemalloc,
     /// mimalloc, with its default options.
@@ -31,6 +34,7 @@ impl AllocatorChoice {
             AllocatorChoice::System => "system",
             AllocatorChoice::SystemTrim => "system-trim",
             AllocatorChoice::SystemArenas2 => "system-arenas2",
+            AllocatorChoice::SystemArena1 => "system-arena1",
             AllocatorChoice::Jemalloc => "jemalloc",
             AllocatorChoice::Mimalloc => "mimalloc",
         }
@@ -41,7 +45,8 @@ impl AllocatorChoice {
         match self {
             AllocatorChoice::System
             | AllocatorChoice::SystemTrim
-            | AllocatorChoice::SystemArenas2 => Allocator::System,
+            | AllocatorChoice::SystemArenas2
+            | AllocatorChoice::SystemArena1 => Allocator::System,
             AllocatorChoice::Jemalloc => Allocator::Jemalloc,
             AllocatorChoice::Mimalloc => Allocator::Mimalloc,
         }
@@ -55,8 +60,13 @@ impl AllocatorChoice {
     /// The variables added to the operator's environment.
     pub(crate) fn env(self) -> Vec<(&'static str, &'static str)> {
         let mut env = vec![(ALLOCATOR_VAR, self.allocator().as_str())];
-        if self == AllocatorChoice::SystemArenas2 {
-            env.push(("MALLOC_ARENA_MAX", "2"));
+        match self {
+            AllocatorChoice::SystemArenas2 => env.push(("MALLOC_ARENA_MAX", "2")),
+            AllocatorChoice::SystemArena1 => env.push(("MALLOC_ARENA_MAX", "1")),
+            AllocatorChoice::System
+            | AllocatorChoice::SystemTrim
+            | AllocatorChoice::Jemalloc
+            | AllocatorChoice::Mimalloc => {}
         }
         env
     }

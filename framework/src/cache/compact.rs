@@ -267,17 +267,32 @@ fn uid_of(entry: &Entry) -> String {
     })
 }
 
-fn encode<K: AnyObject>(object: &K) -> Option<Entry> {
-    match serde_json::to_vec(object) {
-        Ok(bytes) => Some(Entry {
-            json: bytes.into_boxed_slice(),
+/// How much of the scratch buffer's room a writer keeps between objects:
+/// enough for any usual object, so encoding allocates only the entry.
+const SCRATCH_KEPT: usize = 64 * 1024;
+
+/// `object` as a cache entry. It is encoded into `scratch` (the writer's
+/// buffer, reused) and the entry copied out at its exact size: one
+/// allocation per object, not the doublings of a growing buffer, and no
+/// shrinking reallocation that would leave the buffer's unused tail as a
+/// small free block beside every cached object.
+fn encode<K: AnyObject>(object: &K, scratch: &mut Vec<u8>) -> Option<Entry> {
+    scratch.clear();
+    let encoded = serde_json::to_writer(&mut *scratch, object);
+    let entry = match encoded {
+        Ok(()) => Some(Entry {
+            json: Box::from(scratch.as_slice()),
             uid: PackedUid::of(object.meta().uid.as_deref()),
         }),
         Err(error) => {
             tracing::warn!(%error, object = %object.name_any(), "an object does not encode for the compact cache: it is not cached");
             None
         }
+    };
+    if scratch.capacity() > SCRATCH_KEPT {
+        *scratch = Vec::new();
     }
+    entry
 }
 
 /// The watch's end of a compact cache. Its first list is buffered and
@@ -294,6 +309,8 @@ pub(crate) struct CompactWriter<K> {
     listed: Option<HashSet<Key>>,
     /// Whether a list has completed.
     listed_once: bool,
+    /// The buffer each object is encoded into before it is stored.
+    scratch: Vec<u8>,
 }
 
 impl<K: AnyObject> CompactWriter<K> {
@@ -303,12 +320,13 @@ impl<K: AnyObject> CompactWriter<K> {
             first: None,
             listed: None,
             listed_once: false,
+            scratch: Vec::new(),
         }
     }
 
     pub(crate) fn apply_watcher_event(&mut self, event: &watcher::Event<K>) {
         match event {
-            watcher::Event::Apply(object) => match encode(object) {
+            watcher::Event::Apply(object) => match encode(object, &mut self.scratch) {
                 Some(bytes) => {
                     self.objects.write().insert(key_of(object), bytes);
                 }
@@ -320,12 +338,12 @@ impl<K: AnyObject> CompactWriter<K> {
             watcher::Event::InitApply(object) => {
                 let key = key_of(object);
                 if let Some(first) = self.first.as_mut() {
-                    if let Some(bytes) = encode(object) {
+                    if let Some(bytes) = encode(object, &mut self.scratch) {
                         first.insert(key, bytes);
                     }
                     return;
                 }
-                match encode(object) {
+                match encode(object, &mut self.scratch) {
                     Some(bytes) => {
                         self.objects.write().insert(key.clone(), bytes);
                     }
@@ -431,6 +449,31 @@ mod tests {
             3,
             "each of the three reads decoded a copy"
         );
+    }
+
+    #[test]
+    fn each_object_is_stored_as_its_own_json_and_a_large_one_leaves_no_buffer_behind() {
+        let objects = CompactObjects::<ConfigMap>::new();
+        let mut writer = CompactWriter::new(objects.clone());
+        writer.apply_watcher_event(&Init);
+        writer.apply_watcher_event(&InitDone);
+        // One value larger than the buffer a writer keeps, then small ones
+        // written into the same buffer after it.
+        let large = "é".repeat(SCRATCH_KEPT);
+        for (name, v) in [("large", large.as_str()), ("a", "1"), ("b", "")] {
+            let cm = config_map(name, v);
+            writer.apply_watcher_event(&Apply(cm.clone()));
+            let stored = objects.read();
+            let entry = stored.get(&key(Some("default"), name)).expect("stored");
+            assert_eq!(*entry.json, *serde_json::to_vec(&cm).expect("encodes"));
+            drop(stored);
+            assert_eq!(value(&objects, name).as_deref(), Some(v));
+            assert!(
+                writer.scratch.capacity() <= SCRATCH_KEPT,
+                "after {name}: {}",
+                writer.scratch.capacity()
+            );
+        }
     }
 
     #[test]

@@ -478,6 +478,7 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             (false, predicate) => predicate,
             (true, predicate) => {
                 let own = self.manager.writes.own_writes().clone();
+                own.tell_own_events();
                 let resource =
                     crate::cache::label_of(&kube::core::ApiResource::erase::<K>(&self.dyntype));
                 let not_own = Predicate::new(move |_, new: &K| {

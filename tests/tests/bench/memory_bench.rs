@@ -102,6 +102,7 @@ fn the_concord_operator_writes_every_pod_on_each_allocator() -> anyhow::Result<(
         "system",
         "system-trim",
         "system-arenas2",
+        "system-arena1",
         "jemalloc",
         "mimalloc",
     ];
