@@ -143,7 +143,8 @@ impl OwnWrites {
     /// From now on, keeps each write's version so that [`caused`](Self::caused)
     /// can tell the watch events this manager's writes caused. A
     /// controller that skips them asks when it is added; the events of
-    /// writes made before that are not recognised, and are reconciled.
+    /// writes made before the first one asked are not recognised, and are
+    /// reconciled.
     pub(crate) fn tell_own_events(&self) {
         self.own_events_asked.store(true, Relaxed);
     }

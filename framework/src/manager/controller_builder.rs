@@ -267,8 +267,8 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
     /// reconciler must react to again (a status it computes from itself)
     /// would be. An event that reaches the cache before the write's own
     /// answer reaches the manager is not recognised, and is reconciled;
-    /// so is one of a write made before this controller was added (one
-    /// added while the manager runs).
+    /// so may be one of a write made before the first controller that
+    /// skips them was added (one added while the manager runs).
     pub fn skip_own_writes(mut self) -> Self {
         self.skip_own_writes = true;
         self
