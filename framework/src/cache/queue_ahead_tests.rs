@@ -69,6 +69,37 @@ fn a_listed_object_handed_out_ahead_gives_way_to_a_changed_one() {
 }
 
 #[test]
+fn a_listed_object_gives_way_once_and_runs_on_its_next_turn() {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(1).with_ahead(1));
+    let slots = announced.slots();
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["l1"]);
+    assert!(start(&slots, "l1"));
+    assert_eq!(drain(&mut announced), ["l2"]);
+    announcer.announce(None, config_map("c1", "1"), Changed);
+    slots.done(Some("default"), "l1");
+    assert!(!start(&slots, "l2"), "c1 is first in line: l2 gives way");
+    slots.done(Some("default"), "l2");
+    assert_eq!(drain(&mut announced), ["c1"]);
+    assert!(start(&slots, "c1"));
+    assert_eq!(drain(&mut announced), ["l2"], "handed out ahead again");
+    // Changes keep coming, as each write's own watch event does.
+    announcer.announce(None, config_map("c2", "1"), Changed);
+    slots.done(Some("default"), "c1");
+    assert!(
+        start(&slots, "l2"),
+        "l2 gave way once: it runs now, though c2 is first in line"
+    );
+    slots.done(Some("default"), "l2");
+    assert_eq!(drain(&mut announced), ["c2"], "c2 next, l2 is gone");
+    assert!(start(&slots, "c2"));
+    slots.done(Some("default"), "c2");
+    assert_eq!(drain(&mut announced), Vec::<String>::new());
+}
+
+#[test]
 fn a_changed_object_handed_out_and_not_started_still_goes_first() {
     let (announcer, mut announced) = queue(None, Fairness::with_slots(3));
     let slots = announced.slots();

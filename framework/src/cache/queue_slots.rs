@@ -14,7 +14,8 @@ impl<K: Resource> Slots<K> {
     /// not started) and the listed lane has not aged: the controller skips
     /// its reconcile, and when that is [`done`](Self::done) the object is
     /// queued again at the front of its lane, so handing out ahead never
-    /// puts a listed object before a changed one. `true` for an object the
+    /// puts a listed object before a changed one. An object gives way once
+    /// only: its next turn runs ([`Turn::Again`]). `true` for an object the
     /// queue did not hand out (a requeue the controller scheduled itself).
     pub(crate) fn start(&self, object: &Arc<K>) -> bool {
         let key = (object.namespace(), object.name_any());
@@ -59,10 +60,10 @@ impl<K> Slots<K> {
         match (state.yielded.remove(&key), parked) {
             // Skipped: first in its lane again, as the newest copy (in the
             // changed lane if a change came meanwhile).
-            (Some((object, lane)), None) => state.push_at(key, object, lane, true),
+            (Some((object, lane)), None) => state.push_at(key, object, lane, true, true),
             (Some((_, lane)), Some((object, parked_lane))) => {
                 let lane = lane.max(parked_lane);
-                state.push_at(key, object, lane, lane == Lane::Listed);
+                state.push_at(key, object, lane, lane == Lane::Listed, true);
             }
             (None, Some((object, lane))) => state.push(key, object, lane),
             (None, None) => {}
