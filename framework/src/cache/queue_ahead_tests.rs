@@ -7,6 +7,26 @@ fn start(slots: &Slots<ConfigMap>, name: &str) -> bool {
     slots.start(&config_map(name, "1"))
 }
 
+/// A queue of one slot and one ahead in which listed `l2`, handed out
+/// ahead, gave way to `changed` when it came to start (`l1` done).
+fn l2_gave_way_to(changed: &str) -> (Announcer<ConfigMap>, Announced<ConfigMap>, Slots<ConfigMap>) {
+    let (announcer, mut announced) = queue(None, Fairness::with_slots(1).with_ahead(1));
+    let slots = announced.slots();
+    for name in ["l1", "l2"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["l1"]);
+    assert!(start(&slots, "l1"));
+    assert_eq!(drain(&mut announced), ["l2"]);
+    announcer.announce(None, config_map(changed, "1"), Changed);
+    slots.done(Some("default"), "l1");
+    assert!(
+        !start(&slots, "l2"),
+        "{changed} is first in line: l2 gives way"
+    );
+    (announcer, announced, slots)
+}
+
 #[test]
 fn a_batch_is_handed_out_ahead_and_the_next_once_all_of_it_started() {
     let (announcer, mut announced) = queue(None, Fairness::with_slots(2).with_ahead(2));
@@ -70,17 +90,7 @@ fn a_listed_object_handed_out_ahead_gives_way_to_a_changed_one() {
 
 #[test]
 fn a_listed_object_gives_way_once_and_runs_on_its_next_turn() {
-    let (announcer, mut announced) = queue(None, Fairness::with_slots(1).with_ahead(1));
-    let slots = announced.slots();
-    for name in ["l1", "l2"] {
-        announcer.announce(None, config_map(name, "1"), Listed);
-    }
-    assert_eq!(drain(&mut announced), ["l1"]);
-    assert!(start(&slots, "l1"));
-    assert_eq!(drain(&mut announced), ["l2"]);
-    announcer.announce(None, config_map("c1", "1"), Changed);
-    slots.done(Some("default"), "l1");
-    assert!(!start(&slots, "l2"), "c1 is first in line: l2 gives way");
+    let (announcer, mut announced, slots) = l2_gave_way_to("c1");
     slots.done(Some("default"), "l2");
     assert_eq!(drain(&mut announced), ["c1"]);
     assert!(start(&slots, "c1"));
@@ -151,17 +161,7 @@ fn a_listed_object_whose_lane_aged_does_not_give_way() {
 
 #[test]
 fn a_change_to_an_object_that_gave_way_moves_it_to_the_changed_lane() {
-    let (announcer, mut announced) = queue(None, Fairness::with_slots(1).with_ahead(1));
-    let slots = announced.slots();
-    for name in ["l1", "l2"] {
-        announcer.announce(None, config_map(name, "1"), Listed);
-    }
-    assert_eq!(drain(&mut announced), ["l1"]);
-    assert!(start(&slots, "l1"));
-    assert_eq!(drain(&mut announced), ["l2"]);
-    announcer.announce(None, config_map("new", "1"), Changed);
-    slots.done(Some("default"), "l1");
-    assert!(!start(&slots, "l2"));
+    let (announcer, mut announced, slots) = l2_gave_way_to("new");
     announcer.announce(None, config_map("l2", "2"), Changed);
     slots.done(Some("default"), "l2");
     assert_eq!(drain(&mut announced), ["new"], "first in line");
