@@ -8,7 +8,7 @@
 //! cargo run -p concord-examples --example deploy-manifests
 //! ```
 //!
-//! Needs nothing but the checkout; `tests/tests/examples/examples_manifests.rs` fails
+//! Needs nothing but the checkout; `tests/tests/examples/manifests.rs` fails
 //! when the committed files differ from what this writes.
 
 use concord_examples::deploy;

@@ -3,7 +3,7 @@
 //! their kustomize base and `examples/deploy/<example>/chart/<example>/`
 //! their Helm chart, both written by
 //! `cargo run -p concord-examples --example deploy-manifests` and kept equal
-//! to this code by `tests/tests/examples/examples_manifests.rs`.
+//! to this code by `tests/tests/examples/manifests.rs`.
 
 use std::path::{Path, PathBuf};
 

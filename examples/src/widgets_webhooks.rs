@@ -1,7 +1,7 @@
 //! The CRD operator's webhooks: a validator, a defaulter and the
 //! `v1alpha1` ⇄ `v1` conversion, and the manifests that make the API
 //! server call them (`examples/deploy/crd-operator/` is generated from
-//! these functions; `tests/tests/examples/examples_manifests.rs` keeps it so).
+//! these functions; `tests/tests/examples/manifests.rs` keeps it so).
 
 use concord::webhook::WebhookOptions;
 use concord::webhook::{Conversion, Defaulter, Validator, Verdict, WebhookClient, Webhooks};

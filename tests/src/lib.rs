@@ -1,5 +1,5 @@
 //! concord's integration tests. The tests are in `tests/`, one binary per
-//! concern, each starting one real control plane (see `kube-concord-testenv`);
+//! area, each starting one real control plane (see `kube-concord-testenv`);
 //! this library holds what several of them share.
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! `cargo concord init` and `create api` on temporary directories: what
 //! they write, what they refuse, and that a second run changes nothing.
-//! No build and no cluster: `tests/tests/scaffold/scaffold.rs` builds and runs a
+//! No build and no cluster: `tests/tests/scaffold/project.rs` builds and runs a
 //! scaffold against the real control plane.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -259,7 +259,7 @@ fn bad_input_is_one_error_naming_the_argument_and_changes_nothing() {
 #[test]
 fn the_book_shows_the_kind_create_api_writes() {
     // The book's "Getting started" includes the Frigate of its session;
-    // tests/tests/scaffold/scaffold.rs builds and runs the same template.
+    // tests/tests/scaffold/project.rs builds and runs the same template.
     let tmp = tempfile::tempdir().unwrap();
     let project = init(tmp.path());
     let output = concord(&project, FRIGATE);

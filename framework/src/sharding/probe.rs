@@ -3,7 +3,7 @@
 //! with `limit=1` and a `shardSelector` of the whole hash space answers:
 //! a server that applied it says so in `metadata.shardInfo`; a server
 //! without the `ShardedListAndWatch` gate ignores the parameter (probed on
-//! v1.37.2, `tests/tests/sharding/shard_selectors.rs`).
+//! v1.37.2, `tests/tests/sharding/server_selectors.rs`).
 
 use kube::Client;
 

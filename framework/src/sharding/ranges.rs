@@ -12,7 +12,7 @@
 //! [`View::owner`](super::ring::View::owner) places it by its bucket. A
 //! join moves the newcomer's share of buckets and a few more.
 //!
-//! Probed on the embedded v1.37.2 (`tests/tests/sharding/shard_selectors.rs`): the
+//! Probed on the embedded v1.37.2 (`tests/tests/sharding/server_selectors.rs`): the
 //! parameter is the query parameter `shardSelector`; bounds are written
 //! with 16 hex digits, the end of the full range as `0x10000000000000000`;
 //! ranges join with `||`; only `object.metadata.uid` and

@@ -1,5 +1,5 @@
 //! One replica of a small Argo-like operator, run as its own process by the
-//! `sharding_locked` test: two code paths each record their own finalizer
+//! `locked` sharding test (`tests/tests/sharding/locked.rs`): two code paths each record their own finalizer
 //! once on every ConfigMap labelled `shard-test/ready`, through whatever
 //! strategy `--config` names (`locked` unsharded, `strict` sharded; `locked`
 //! with `--shards` is refused at start-up). On SIGTERM it stops

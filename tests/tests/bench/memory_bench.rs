@@ -8,7 +8,7 @@
 //! `--pods`, exactly as a reader runs
 //! `cargo run --release -p concord-memory-bench`.
 //!
-//! Run with `cargo test -p concord-tests --test memory_bench -- --nocapture`
+//! Run with `cargo test -p concord-tests --test bench memory_bench:: -- --nocapture`
 //! to see the tables.
 
 use std::path::PathBuf;

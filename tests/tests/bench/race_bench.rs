@@ -9,7 +9,7 @@
 //! `cargo run --release --example race-bench`; see the book chapter
 //! "Measuring strategies" for the 10,000-pod figures.
 //!
-//! Run with `cargo test -p concord-tests --test race_bench -- --nocapture`
+//! Run with `cargo test -p concord-tests --test bench race_bench:: -- --nocapture`
 //! to see the tables.
 
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! exactly as a reader runs
 //! `cargo run --release -p concord-examples --example shard-bench -- report`.
 //!
-//! Run with `cargo test -p concord-tests --test shard_bench -- --nocapture`
+//! Run with `cargo test -p concord-tests --test bench shard_bench:: -- --nocapture`
 //! to see the tables.
 
 use std::path::{Path, PathBuf};

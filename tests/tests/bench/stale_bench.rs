@@ -9,7 +9,7 @@
 //! exactly as a reader runs
 //! `cargo run --release -p concord-examples --example stale-bench`.
 //!
-//! Run with `cargo test -p concord-tests --test stale_bench -- --nocapture`
+//! Run with `cargo test -p concord-tests --test bench stale_bench:: -- --nocapture`
 //! to see the tables.
 
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 # The commands of the book's "Getting started" chapter, as one script: run
 # it with `bash getting-started.sh` from the directory that should hold
 # the new project, or type its lines one by one.
-# tests/tests/scaffold/scaffold.rs runs this very file, from a directory outside
+# tests/tests/scaffold/project.rs runs this very file, from a directory outside
 # the checkout with an empty HOME, with the names below set to its own.
 set -euo pipefail
 

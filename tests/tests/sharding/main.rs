@@ -1,4 +1,6 @@
-//! Sharding on the real control plane: membership and rings.
+//! Sharding on the real control plane: membership and rings, selectors the
+//! API server serves (`server_selectors`, on control planes of its own),
+//! `locked` across replica processes, and sharding under seeded chaos.
 //!
 //! ```text
 //! cargo test -p concord-tests --test sharding            # every test below
@@ -8,6 +10,9 @@
 
 mod support;
 
+mod chaos;
+mod locked;
 mod membership;
 mod rings;
 mod selectors;
+mod server_selectors;

@@ -7,9 +7,8 @@
 //! use.
 //!
 //! ```text
-//! cargo test -p concord-tests --test examples_manifests
+//! cargo test -p concord-tests --test examples manifests::
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

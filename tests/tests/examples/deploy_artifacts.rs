@@ -16,10 +16,9 @@
 //! minimal stand-in of its CRD).
 //!
 //! ```text
-//! cargo test -p concord-tests --test deploy_artifacts
-//! CONCORD_TEST_DEPLOY_TOOLS=1 cargo test -p concord-tests --test deploy_artifacts
+//! cargo test -p concord-tests --test examples deploy_artifacts::
+//! CONCORD_TEST_DEPLOY_TOOLS=1 cargo test -p concord-tests --test examples deploy_artifacts::
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

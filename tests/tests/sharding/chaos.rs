@@ -13,13 +13,10 @@
 //! `strict`) checks the placements by the API server and by labels.
 //!
 //! ```text
-//! cargo test -p concord-tests --test sharding_chaos                          # seed 1 per strategy
-//! CONCORD_CHAOS_SEEDS=50 cargo test -p concord-tests --test sharding_chaos   # a soak
-//! CONCORD_CHAOS_SEED=17 cargo test -p concord-tests --test sharding_chaos    # replay one seed
+//! cargo test -p concord-tests --test sharding chaos::                          # seed 1 per strategy
+//! CONCORD_CHAOS_SEEDS=50 cargo test -p concord-tests --test sharding chaos::   # a soak
+//! CONCORD_CHAOS_SEED=17 cargo test -p concord-tests --test sharding chaos::    # replay one seed
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -43,7 +40,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use support::{Log, Open, overlaps};
+use crate::support::{Log, Open, overlaps};
 
 const SAFE: [StrategyName; 3] = [
     StrategyName::Strict,

@@ -1,6 +1,6 @@
 //! The cost gate: a Manager's counts for a small fixed workload on the
 //! embedded control plane, checked against a committed baseline
-//! (`tests/cost-baseline.yaml`). The test fails when any count exceeds
+//! (`examples/memory-bench/cost-baseline.yaml`). The test fails when any count exceeds
 //! its baseline by more than 10%.
 //!
 //! It counts, never times, so a loaded machine does not move it:
@@ -20,8 +20,8 @@
 //! over in microseconds, long before the control plane is up.
 //!
 //! ```text
-//! cargo test -p concord-tests --test cost_gate -- --nocapture   # the table
-//! CONCORD_BLESS=1 cargo test -p concord-tests --test cost_gate  # rewrite the baseline
+//! cargo test -p concord-memory-bench --test cost_gate -- --nocapture   # the table
+//! CONCORD_BLESS=1 cargo test -p concord-memory-bench --test cost_gate  # rewrite the baseline
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -101,7 +101,7 @@ async fn manager(env: &TestEnv, table: Option<&std::path::Path>) -> anyhow::Resu
 fn idle(manager: &mut Manager, ns: &TestNamespace) -> anyhow::Result<()> {
     let maps: Api<ConfigMap> = Api::namespaced(manager.client().clone(), ns.name());
     manager
-        .controller("idle", maps, concord_tests::Idle)
+        .controller("idle", maps, Counting(Arc::default()))
         .with_labels("cost-gate=no-object")
         .add()?;
     Ok(())
@@ -327,7 +327,7 @@ fn gate(figures: &[Figure]) -> anyhow::Result<()> {
         "the cost gate failed on {}\n{table}\n\
          A count fails when it exceeds its baseline by more than {:.0}%. If the \
          change is intended, rewrite the baseline with\n  {}\n\
-         and commit tests/cost-baseline.yaml with the change, saying why the counts moved.",
+         and commit examples/memory-bench/cost-baseline.yaml with the change, saying why the counts moved.",
         failed.join(", "),
         baseline::TOLERANCE * 100.0,
         baseline::BLESS,

@@ -1,9 +1,8 @@
 //! Smoke tests of the real control plane: the API behaves like a cluster's.
 //!
 //! ```text
-//! cargo test -p concord-tests --test smoke
+//! cargo test -p concord-tests --test framework smoke::
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 

@@ -25,7 +25,6 @@
 //! ```text
 //! cargo test -p concord-tests --test scaffold -- --nocapture
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt as _;
@@ -41,9 +40,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde::Deserialize;
 use serde_json::Value;
 
-mod session;
-
-use session::{fresh, target_dir, workspace};
+use crate::session::{fresh, target_dir, workspace};
 
 /// The script the book includes.
 const SCRIPT: &str = concat!(

@@ -12,8 +12,8 @@
 //! to the workspace, as `cargo run` from there gives them.
 //!
 //! ```text
-//! cargo test -p concord-tests --test book_feature_gates
-//! CONCORD_BLESS=1 cargo test -p concord-tests --test book_feature_gates
+//! cargo test -p concord-tests --test book feature_gates::
+//! CONCORD_BLESS=1 cargo test -p concord-tests --test book feature_gates::
 //! ```
 
 use std::fmt::Write as _;
@@ -28,7 +28,7 @@ use concord_tests::workspace;
 
 /// The page's output files.
 const PAGES: &str = "book/src/feature-gates";
-const BLESS: &str = "CONCORD_BLESS=1 cargo test -p concord-tests --test book_feature_gates";
+const BLESS: &str = "CONCORD_BLESS=1 cargo test -p concord-tests --test book feature_gates::";
 
 /// The flags of the kueue-finalizer example's manager.
 #[derive(Parser)]

@@ -12,18 +12,15 @@
 //! says so and checks nothing.
 //!
 //! ```text
-//! CONCORD_TEST_GIT_INSTALL=1 cargo test -p concord-tests --test scaffold_git -- --nocapture
+//! CONCORD_TEST_GIT_INSTALL=1 cargo test -p concord-tests --test scaffold git_install:: -- --nocapture
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context as _, Result, ensure};
 
-mod session;
-
-use session::{fresh, workspace};
+use crate::session::{fresh, workspace};
 
 const GIT_INSTALL: &str = "CONCORD_TEST_GIT_INSTALL";
 

@@ -10,7 +10,7 @@
 //! connection timeout, which the deadline below turns into a failure.
 //!
 //! ```text
-//! cargo test -p concord-tests --test first_run
+//! cargo test -p concord-tests --test examples first_run::
 //! ```
 
 use std::io::Read as _;

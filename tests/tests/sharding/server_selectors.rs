@@ -3,9 +3,8 @@
 //! over, and what a server without the `ShardedListAndWatch` gate answers.
 //!
 //! ```text
-//! cargo test -p concord-tests --test shard_selectors
+//! cargo test -p concord-tests --test sharding server_selectors::
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 

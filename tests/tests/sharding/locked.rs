@@ -8,9 +8,8 @@
 //! with `strict` lose nothing.
 //!
 //! ```text
-//! cargo test -p concord-tests --test sharding_locked
+//! cargo test -p concord-tests --test sharding locked::
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

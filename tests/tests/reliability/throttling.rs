@@ -11,7 +11,7 @@
 //! Retry-After as a header on a plain-text 429, which kube's error type does
 //! not carry: concord then backs off by its transient policy.
 //!
-//! Run with `cargo test -p concord-tests --test reliability_throttling -- --nocapture`.
+//! Run with `cargo test -p concord-tests --test reliability throttling:: -- --nocapture`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

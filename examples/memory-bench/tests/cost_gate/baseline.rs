@@ -9,7 +9,8 @@ use anyhow::Context as _;
 pub(crate) const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cost-baseline.yaml");
 
 /// The command that rewrites the baseline from a run.
-pub(crate) const BLESS: &str = "CONCORD_BLESS=1 cargo test -p concord-tests --test cost_gate";
+pub(crate) const BLESS: &str =
+    "CONCORD_BLESS=1 cargo test -p concord-memory-bench --test cost_gate";
 
 // ANCHOR: rule
 /// A count fails when it exceeds its baseline by more than this share.
@@ -71,7 +72,7 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<BTreeMap<String, f64>> {
 /// rewrite it, then each figure under a comment saying what it counts.
 pub(crate) fn render(figures: &[Figure]) -> String {
     let mut text = format!(
-        "# The cost gate's baseline: what tests/tests/bench/cost_gate/ counts for\n\
+        "# The cost gate's baseline: what examples/memory-bench/tests/cost_gate/ counts for\n\
          # its fixed, seeded workload on the embedded control plane. The test fails\n\
          # when a count exceeds its figure here by more than {:.0}%, and reports\n\
          # one below {:.0}% of it as an improvement to re-bless. After an intended\n\

@@ -3,9 +3,8 @@
 //! operator between two writes.
 //!
 //! ```text
-//! cargo test -p concord-tests --test faults
+//! cargo test -p concord-tests --test reliability faults::
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

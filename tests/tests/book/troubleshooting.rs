@@ -13,7 +13,7 @@
 //! `Warning`, are rendered from values the public API returns.
 //!
 //! ```text
-//! cargo test -p concord-tests --test troubleshooting
+//! cargo test -p concord-tests --test book troubleshooting::
 //! ```
 
 use std::path::{Path, PathBuf};

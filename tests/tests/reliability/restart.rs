@@ -17,7 +17,7 @@
 //! written when this test was, and it treats a failed setup or foreign write
 //! as a fatal error; the writes are driven here directly with [`Writer`]s.
 //!
-//! Run with `cargo test -p concord-tests --test reliability_restart -- --nocapture`.
+//! Run with `cargo test -p concord-tests --test reliability restart:: -- --nocapture`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,7 +53,7 @@ const MAX_REQUEUES: u32 = 200;
 /// The whole test's budget.
 const BUDGET: Duration = Duration::from_secs(420);
 
-/// Tests in this binary each start (and restart) a control plane of their
+/// Tests in this module each start (and restart) a control plane of their
 /// own; two at once would starve a small machine.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 

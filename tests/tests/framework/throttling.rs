@@ -6,9 +6,8 @@
 //! none of it twice.
 //!
 //! ```text
-//! cargo test -p concord-tests --test framework_throttling -- --nocapture
+//! cargo test -p concord-tests --test framework throttling:: -- --nocapture
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Instant;

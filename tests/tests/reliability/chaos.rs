@@ -4,11 +4,10 @@
 //! the Kueue invariant under a stale cache, so the harness can fail.
 //!
 //! ```text
-//! cargo test -p concord-tests --test chaos                          # 2 seeds per pair
-//! CONCORD_CHAOS_SEEDS=200 cargo test -p concord-tests --test chaos  # a soak
-//! CONCORD_CHAOS_SEED=17 cargo test -p concord-tests --test chaos    # replay one seed
+//! cargo test -p concord-tests --test reliability chaos::                          # 2 seeds per pair
+//! CONCORD_CHAOS_SEEDS=200 cargo test -p concord-tests --test reliability chaos::  # a soak
+//! CONCORD_CHAOS_SEED=17 cargo test -p concord-tests --test reliability chaos::    # replay one seed
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::future::Future;
