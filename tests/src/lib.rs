@@ -21,6 +21,38 @@ impl<K: concord::Object> Reconciler<K> for Idle {
     }
 }
 
+/// A control plane of its own that really answers `429 Too Many Requests`:
+/// API Priority and Fairness off, one mutating request in flight, no
+/// controller manager. Returned with an admin client, the admin's
+/// `kube::Config`, and `namespace` created. The in-flight limiter never
+/// throttles the admin (`system:masters`), so writers meant to be
+/// throttled need a client of their own (`concord_testenv::restricted_config`).
+///
+/// # Errors
+///
+/// The control plane did not start, or the namespace was not created.
+pub async fn throttled_control_plane(
+    namespace: &str,
+) -> anyhow::Result<(concord_testenv::ControlPlane, kube::Client, kube::Config)> {
+    use concord_testenv::{ControlPlane, ControlPlaneOptions};
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let options = ControlPlaneOptions::default()
+        .without_controller_manager()
+        .with_apiserver_arg("--enable-priority-and-fairness=false")
+        .with_apiserver_arg("--max-mutating-requests-inflight=1");
+    let control_plane = tokio::task::spawn_blocking(move || ControlPlane::start(options)).await??;
+    let kubeconfig = Kubeconfig::read_from(control_plane.kubeconfig_path())?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let client = kube::Client::try_from(config.clone())?;
+    let object: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))?;
+    kube::Api::all(client.clone())
+        .create(&kube::api::PostParams::default(), &object)
+        .await?;
+    Ok((control_plane, client, config))
+}
+
 /// Sends each `(name, patch)` as a merge patch through `api`, `at_once` at
 /// a time, as another client would; the first error.
 ///

@@ -17,12 +17,12 @@ use concord::{client::ClientCounters, client::throttle_aware_client};
 use concord_strategies::{
     ConflictPolicy, Intent, StrategyName, WriteMetrics, Writer, strategy_for,
 };
-use concord_testenv::{ControlPlane, ControlPlaneOptions, restricted_config};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use concord_testenv::restricted_config;
+use concord_tests::throttled_control_plane;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config, ResourceExt};
 use serde_json::json;
 
 const WRITERS: usize = 16;
@@ -33,20 +33,8 @@ const PAYLOAD_BYTES: usize = 256 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_retries_429s_and_the_metrics_count_them() -> anyhow::Result<()> {
-    let options = ControlPlaneOptions::default()
-        .without_controller_manager()
-        .with_apiserver_arg("--enable-priority-and-fairness=false")
-        .with_apiserver_arg("--max-mutating-requests-inflight=1");
-    let control_plane = tokio::task::spawn_blocking(move || ControlPlane::start(options)).await??;
-    let kubeconfig = Kubeconfig::read_from(control_plane.kubeconfig_path())?;
-    let admin_config =
-        Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    let admin = Client::try_from(admin_config.clone())?;
     let ns = "throttled";
-    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
-    Api::<Namespace>::all(admin.clone())
-        .create(&PostParams::default(), &namespace)
-        .await?;
+    let (control_plane, admin, admin_config) = throttled_control_plane(ns).await?;
     let rule = PolicyRule {
         api_groups: Some(vec![String::new()]),
         resources: Some(vec!["configmaps".into()]),

@@ -21,13 +21,12 @@ use anyhow::{Context, ensure};
 use concord_strategies::{
     ConflictPolicy, Intent, RetryPolicy, StrategyName, WriteMetrics, Writer, strategy_for,
 };
-use concord_testenv::{ControlPlane, ControlPlaneOptions, restricted_config};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use concord_testenv::restricted_config;
+use concord_tests::throttled_control_plane;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use kube::Client;
 use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::ObjectMeta;
-use kube::{Client, Config};
 use serde_json::json;
 
 const TASKS_PER_STRATEGY: usize = 16;
@@ -42,26 +41,8 @@ const SAFE: [StrategyName; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttled_writes_all_complete_and_the_metrics_count_the_429s() -> anyhow::Result<()> {
-    let options = ControlPlaneOptions::default()
-        .without_controller_manager()
-        .with_apiserver_arg("--enable-priority-and-fairness=false")
-        .with_apiserver_arg("--max-mutating-requests-inflight=1");
-    let control_plane = tokio::task::spawn_blocking(move || ControlPlane::start(options)).await??;
-    let kubeconfig = Kubeconfig::read_from(control_plane.kubeconfig_path())?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    let client = Client::try_from(config.clone())?;
-
     let ns = "throttled";
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
-        .await?;
+    let (control_plane, client, config) = throttled_control_plane(ns).await?;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     // The admin is in `system:masters`, which the in-flight limiter never
     // throttles (measured: 0 429s); writers run as a ServiceAccount.
