@@ -53,6 +53,105 @@ pub async fn throttled_control_plane(
     Ok((control_plane, client, config))
 }
 
+/// Where a manifest object lives in the API, and whether it is namespaced,
+/// for the kinds the examples' and the scaffold's manifests use.
+///
+/// # Errors
+///
+/// No `apiVersion` or `kind`, or a kind not listed here.
+pub fn manifest_resource(
+    object: &serde_json::Value,
+) -> anyhow::Result<(kube::discovery::ApiResource, bool)> {
+    use anyhow::Context as _;
+    let api_version = object["apiVersion"].as_str().context("apiVersion")?;
+    let kind = object["kind"].as_str().context("kind")?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let (plural, namespaced) = match kind {
+        "Namespace" => ("namespaces", false),
+        "CustomResourceDefinition" => ("customresourcedefinitions", false),
+        "ClusterRole" => ("clusterroles", false),
+        "ClusterRoleBinding" => ("clusterrolebindings", false),
+        "ServiceAccount" => ("serviceaccounts", true),
+        "Role" => ("roles", true),
+        "RoleBinding" => ("rolebindings", true),
+        "ConfigMap" => ("configmaps", true),
+        "Deployment" => ("deployments", true),
+        "Service" => ("services", true),
+        "ValidatingWebhookConfiguration" => ("validatingwebhookconfigurations", false),
+        "MutatingWebhookConfiguration" => ("mutatingwebhookconfigurations", false),
+        "Issuer" => ("issuers", true),
+        "Certificate" => ("certificates", true),
+        other => anyhow::bail!("no plural known for kind {other}"),
+    };
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    Ok((
+        kube::discovery::ApiResource::from_gvk_with_plural(&gvk, plural),
+        namespaced,
+    ))
+}
+
+/// A manifest object after [`dry_run_manifest`].
+#[derive(Debug)]
+pub struct DryRun {
+    /// The object's kind.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Whether it is namespaced (then it went to the namespace given).
+    pub namespaced: bool,
+    /// The API it was sent to.
+    pub api: kube::Api<kube::api::DynamicObject>,
+}
+
+/// `kubectl apply --server-side --force-conflicts --dry-run=server` of one
+/// manifest object, as `manager`: a namespaced object, and the subjects of
+/// a binding, are moved to `namespace` first (a dry-run does not create
+/// the manifests' own Namespace).
+///
+/// # Errors
+///
+/// [`manifest_resource`]'s, no `metadata.name`, or the API server refused
+/// the object (the error names its kind and name).
+pub async fn dry_run_manifest(
+    client: &kube::Client,
+    namespace: &str,
+    manager: &str,
+    mut object: serde_json::Value,
+) -> anyhow::Result<DryRun> {
+    use anyhow::Context as _;
+    let (resource, namespaced) = manifest_resource(&object)?;
+    if namespaced {
+        object["metadata"]["namespace"] = namespace.into();
+    }
+    if let Some(subjects) = object
+        .get_mut("subjects")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for subject in subjects {
+            subject["namespace"] = namespace.into();
+        }
+    }
+    let name = object["metadata"]["name"]
+        .as_str()
+        .context("metadata.name")?
+        .to_owned();
+    let api: kube::Api<kube::api::DynamicObject> = if namespaced {
+        kube::Api::namespaced_with(client.clone(), namespace, &resource)
+    } else {
+        kube::Api::all_with(client.clone(), &resource)
+    };
+    let params = kube::api::PatchParams::apply(manager).force().dry_run();
+    api.patch(&name, &params, &kube::api::Patch::Apply(&object))
+        .await
+        .with_context(|| format!("server-side dry-run of {} {name}", resource.kind))?;
+    Ok(DryRun {
+        kind: resource.kind,
+        name,
+        namespaced,
+        api,
+    })
+}
+
 /// Sends each `(name, patch)` as a merge patch through `api`, `at_once` at
 /// a time, as another client would; the first error.
 ///

@@ -10,6 +10,7 @@
 //! cargo test -p concord-tests --test examples manifests::
 //! ```
 
+use concord_tests::{DryRun, dry_run_manifest};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -20,8 +21,6 @@ use concord_examples::{argo, kueue, load_config, widgets, widgets_webhooks};
 use concord_testenv::TestEnv;
 use k8s_openapi::api::rbac::v1::Role;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use serde::Deserialize as _;
 use serde_json::Value;
 
@@ -140,32 +139,6 @@ fn committed_manifests_are_the_generated_ones() -> Result<()> {
 
 const REGENERATE: &str = "run `cargo run -p concord-examples --example deploy-manifests`";
 
-/// Where `object` lives in the API, and whether it is namespaced.
-fn resource_of(object: &Value) -> Result<(ApiResource, bool)> {
-    let api_version = object["apiVersion"].as_str().context("apiVersion")?;
-    let kind = object["kind"].as_str().context("kind")?;
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let (plural, namespaced) = match kind {
-        "Namespace" => ("namespaces", false),
-        "CustomResourceDefinition" => ("customresourcedefinitions", false),
-        "ClusterRole" => ("clusterroles", false),
-        "ClusterRoleBinding" => ("clusterrolebindings", false),
-        "ServiceAccount" => ("serviceaccounts", true),
-        "Role" => ("roles", true),
-        "RoleBinding" => ("rolebindings", true),
-        "ConfigMap" => ("configmaps", true),
-        "Deployment" => ("deployments", true),
-        "Service" => ("services", true),
-        "ValidatingWebhookConfiguration" => ("validatingwebhookconfigurations", false),
-        "MutatingWebhookConfiguration" => ("mutatingwebhookconfigurations", false),
-        "Issuer" => ("issuers", true),
-        "Certificate" => ("certificates", true),
-        other => anyhow::bail!("no plural known for kind {other}"),
-    };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    Ok((ApiResource::from_gvk_with_plural(&gvk, plural), namespaced))
-}
-
 /// A STAND-IN for cert-manager's `<plural>.cert-manager.io` CRD, written
 /// for this test (the test control plane has no cert-manager): it accepts
 /// any `spec`, so the dry-run below only checks the object's apiVersion,
@@ -205,9 +178,6 @@ async fn every_manifest_passes_a_server_side_dry_run() -> Result<()> {
         .await?;
     env.install_crd(cert_manager_stand_in("Certificate", "certificates")?)
         .await?;
-    let params = PatchParams::apply("concord-examples-manifests")
-        .force()
-        .dry_run();
     for (example, ..) in EXAMPLES {
         // Namespaced objects go to a fresh namespace: a dry-run does not
         // create the manifests' own Namespace.
@@ -217,33 +187,15 @@ async fn every_manifest_passes_a_server_side_dry_run() -> Result<()> {
             objects.len() >= 6,
             "{example}: every manifest is listed in kustomization.yaml"
         );
-        for (file, mut object) in objects {
-            let (resource, namespaced) = resource_of(&object)?;
-            if namespaced {
-                object["metadata"]["namespace"] = ns.name().into();
-            }
-            if let Some(subjects) = object.get_mut("subjects").and_then(Value::as_array_mut) {
-                for subject in subjects {
-                    subject["namespace"] = ns.name().into();
-                }
-            }
-            let name = object["metadata"]["name"]
-                .as_str()
-                .context("name")?
-                .to_owned();
-            let api: Api<DynamicObject> = if namespaced {
-                Api::namespaced_with(client.clone(), ns.name(), &resource)
-            } else {
-                Api::all_with(client.clone(), &resource)
-            };
-            api.patch(&name, &params, &Patch::Apply(&object))
+        for (file, object) in objects {
+            let DryRun {
+                name,
+                namespaced,
+                api,
+                ..
+            } = dry_run_manifest(&client, ns.name(), "concord-examples-manifests", object)
                 .await
-                .with_context(|| {
-                    format!(
-                        "{example}/{file}: server-side dry-run of {} {name}",
-                        resource.kind
-                    )
-                })?;
+                .with_context(|| format!("{example}/{file}"))?;
             assert!(
                 api.get_opt(&name).await?.is_none() || !namespaced,
                 "{example}/{file}: a dry-run creates nothing"

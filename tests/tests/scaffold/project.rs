@@ -26,6 +26,7 @@
 //! cargo test -p concord-tests --test scaffold -- --nocapture
 //! ```
 
+use concord_tests::dry_run_manifest;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
@@ -33,10 +34,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail, ensure};
+use anyhow::{Context as _, Result, ensure};
 use concord_testenv::TestEnv;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -366,9 +365,6 @@ fn copy_tree(from: &Path, to: &Path, ignored: &[String]) -> Result<()> {
 async fn dry_run_deploy(env: &TestEnv, deploy: &Path) -> Result<()> {
     let client = env.client()?;
     let ns = env.namespace().await?;
-    let params = PatchParams::apply("concord-scaffold-test")
-        .force()
-        .dry_run();
     let kustomization: Value =
         serde_yaml::from_str(&std::fs::read_to_string(deploy.join("kustomization.yaml"))?)?;
     let mut kinds = Vec::new();
@@ -376,37 +372,14 @@ async fn dry_run_deploy(env: &TestEnv, deploy: &Path) -> Result<()> {
         let file = file.as_str().context("file name")?;
         let text = std::fs::read_to_string(deploy.join(file)).with_context(|| file.to_owned())?;
         for document in serde_yaml::Deserializer::from_str(&text) {
-            let mut object = Value::deserialize(document)?;
+            let object = Value::deserialize(document)?;
             if object.is_null() {
                 continue;
             }
-            let (resource, namespaced) = resource_of(&object)?;
-            if namespaced {
-                object["metadata"]["namespace"] = ns.name().into();
-            }
-            if let Some(subjects) = object.get_mut("subjects").and_then(Value::as_array_mut) {
-                for subject in subjects {
-                    subject["namespace"] = ns.name().into();
-                }
-            }
-            let name = object["metadata"]["name"]
-                .as_str()
-                .context("name")?
-                .to_owned();
-            let api: Api<DynamicObject> = if namespaced {
-                Api::namespaced_with(client.clone(), ns.name(), &resource)
-            } else {
-                Api::all_with(client.clone(), &resource)
-            };
-            api.patch(&name, &params, &Patch::Apply(&object))
+            let sent = dry_run_manifest(&client, ns.name(), "concord-scaffold-test", object)
                 .await
-                .with_context(|| {
-                    format!(
-                        "deploy/{file}: server-side dry-run of {} {name}",
-                        resource.kind
-                    )
-                })?;
-            kinds.push(resource.kind);
+                .with_context(|| format!("deploy/{file}"))?;
+            kinds.push(sent.kind);
         }
     }
     for kind in [
@@ -427,26 +400,4 @@ async fn dry_run_deploy(env: &TestEnv, deploy: &Path) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Where `object` lives in the API, and whether it is namespaced.
-fn resource_of(object: &Value) -> Result<(ApiResource, bool)> {
-    let api_version = object["apiVersion"].as_str().context("apiVersion")?;
-    let kind = object["kind"].as_str().context("kind")?;
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let (plural, namespaced) = match kind {
-        "Namespace" => ("namespaces", false),
-        "CustomResourceDefinition" => ("customresourcedefinitions", false),
-        "ClusterRole" => ("clusterroles", false),
-        "ClusterRoleBinding" => ("clusterrolebindings", false),
-        "ServiceAccount" => ("serviceaccounts", true),
-        "Role" => ("roles", true),
-        "RoleBinding" => ("rolebindings", true),
-        "ConfigMap" => ("configmaps", true),
-        "Deployment" => ("deployments", true),
-        "Service" => ("services", true),
-        other => bail!("no plural known for kind {other}"),
-    };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    Ok((ApiResource::from_gvk_with_plural(&gvk, plural), namespaced))
 }
