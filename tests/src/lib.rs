@@ -152,6 +152,38 @@ pub async fn dry_run_manifest(
     })
 }
 
+/// A strategy table for the chaos runs, as a temporary YAML file removed
+/// when the returned path drops: every write under `strategy`, except that
+/// `apply` takes only the operations server-side apply can express on
+/// `resource` (finalizers, metadata, status) and leaves the rest (arbitrary
+/// closures) to `strict`. Keep the path alive while a manager may read it.
+///
+/// # Errors
+///
+/// The file could not be written.
+pub fn chaos_strategy_file(
+    strategy: concord::featuregates::StrategyName,
+    resource: &str,
+) -> anyhow::Result<tempfile::TempPath> {
+    use std::io::Write as _;
+    let yaml = if strategy == concord::featuregates::StrategyName::Apply {
+        let operations = ["add-finalizer", "remove-finalizer", "metadata", "status"]
+            .map(|op| format!("        {op}: apply\n"))
+            .concat();
+        format!(
+            "strategies:\n  default: strict\n  resources:\n    {resource}:\n      operations:\n{operations}"
+        )
+    } else {
+        format!("strategies:\n  default: {strategy}\n")
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!("concord-chaos-{strategy}-"))
+        .suffix(".yaml")
+        .tempfile()?;
+    file.write_all(yaml.as_bytes())?;
+    Ok(file.into_temp_path())
+}
+
 /// Sends each `(name, patch)` as a merge patch through `api`, `at_once` at
 /// a time, as another client would; the first error.
 ///

@@ -9,9 +9,9 @@
 //! CONCORD_CHAOS_SEED=17 cargo test -p concord-tests --test reliability chaos::    # replay one seed
 //! ```
 
+use concord_tests::chaos_strategy_file;
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -48,28 +48,6 @@ fn seeds() -> Vec<u64> {
         (None, Some(n)) => (1..=n).collect(),
         (None, None) => vec![1, 2],
     }
-}
-
-/// A configuration file that sends every write to `resource` with
-/// `strategy`; `apply` takes every operation it can express (not arbitrary
-/// closures, which stay `strict`).
-fn config_for(strategy: StrategyName, resource: &str) -> Result<PathBuf> {
-    let path = std::env::temp_dir().join(format!(
-        "concord-chaos-{}-{strategy}-{resource}.yaml",
-        std::process::id()
-    ));
-    let yaml = if strategy == StrategyName::Apply {
-        let operations = ["add-finalizer", "remove-finalizer", "metadata", "status"]
-            .map(|op| format!("        {op}: apply\n"))
-            .concat();
-        format!(
-            "strategies:\n  default: strict\n  resources:\n    {resource}:\n      operations:\n{operations}"
-        )
-    } else {
-        format!("strategies:\n  default: {strategy}\n")
-    };
-    std::fs::write(&path, yaml)?;
-    Ok(path)
 }
 
 /// Settles, checks, and while violations remain re-checks after each new
@@ -219,7 +197,8 @@ async fn chaos_kueue_invariants_hold_for_safe_strategies() -> Result<()> {
     let env = TestEnv::shared()?;
     let mut outcomes = Vec::new();
     for strategy in SAFE {
-        let args = ManagerArgs::new().with_config(config_for(strategy, "pods")?);
+        let config = chaos_strategy_file(strategy, "pods")?;
+        let args = ManagerArgs::new().with_config(&*config);
         for seed in seeds() {
             let ns = env.namespace().await?;
             let faults = Faults::chaos(seed, &["pods"], &["pods"]);
@@ -336,7 +315,8 @@ async fn chaos_argo_invariants_hold_for_safe_strategies() -> Result<()> {
     let env = TestEnv::shared()?;
     let mut outcomes = Vec::new();
     for strategy in SAFE {
-        let args = ManagerArgs::new().with_config(config_for(strategy, "pods")?);
+        let config = chaos_strategy_file(strategy, "pods")?;
+        let args = ManagerArgs::new().with_config(&*config);
         for seed in seeds() {
             let ns = env.namespace().await?;
             let faults = Faults::chaos(seed, &["pods"], &["pods"]);
@@ -423,8 +403,8 @@ async fn chaos_crd_operator_invariants_hold_for_safe_strategies() -> Result<()> 
     let writes = ["widgets", "widgets/status", "configmaps"];
     let watches = ["widgets", "configmaps"];
     for strategy in SAFE {
-        let args =
-            ManagerArgs::new().with_config(config_for(strategy, "widgets.demo.concord.dev")?);
+        let config = chaos_strategy_file(strategy, "widgets.demo.concord.dev")?;
+        let args = ManagerArgs::new().with_config(&*config);
         for seed in seeds() {
             let ns = env.namespace().await?;
             let faults = Faults::chaos(seed, &writes, &watches);

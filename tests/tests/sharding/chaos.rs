@@ -18,8 +18,8 @@
 //! CONCORD_CHAOS_SEED=17 cargo test -p concord-tests --test sharding chaos::    # replay one seed
 //! ```
 
+use concord_tests::chaos_strategy_file;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -62,27 +62,6 @@ fn seeds() -> Vec<u64> {
         (None, Some(n)) => (1..=n).collect(),
         (None, None) => vec![1],
     }
-}
-
-/// Every write to pods with `strategy` (`apply` for every operation it can
-/// express).
-fn config_for(strategy: StrategyName) -> Result<PathBuf> {
-    let path = std::env::temp_dir().join(format!(
-        "concord-shard-chaos-{}-{strategy}.yaml",
-        std::process::id()
-    ));
-    let yaml = if strategy == StrategyName::Apply {
-        let operations = ["add-finalizer", "remove-finalizer", "metadata", "status"]
-            .map(|op| format!("        {op}: apply\n"))
-            .concat();
-        format!(
-            "strategies:\n  default: strict\n  resources:\n    pods:\n      operations:\n{operations}"
-        )
-    } else {
-        format!("strategies:\n  default: {strategy}\n")
-    };
-    std::fs::write(&path, yaml)?;
-    Ok(path)
 }
 
 /// Lease timings short enough for CI: a crash hands over in about 4 s.
@@ -243,8 +222,9 @@ async fn run(
         let pod = kueue::managed_pod(&format!("job-{i}"))?;
         api.create(&PostParams::default(), &pod).await?;
     }
+    let config = chaos_strategy_file(strategy, "pods")?;
     let args = ManagerArgs::new()
-        .with_config(config_for(strategy)?)
+        .with_config(&*config)
         .with_shards(mode, ns.name());
     let (log, ids): (Log, _) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
     let mut proxies = Vec::new();
