@@ -18,7 +18,7 @@ use indicatif::ProgressBar;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::Api;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::foreign::Inline;
 use crate::results::RoundFigures;
@@ -57,6 +57,10 @@ struct State {
     latencies: Mutex<Vec<u32>>,
     done: Notify,
     bar: ProgressBar,
+    /// Opened once the manager's cache holds every pod of the workload:
+    /// no reconcile writes before, so the timed phase starts, as the
+    /// direct writers' and the peer's do, from a full cache.
+    go: watch::Sender<bool>,
 }
 
 /// A logical write not yet made, with its failed attempts so far.
@@ -96,6 +100,8 @@ impl Reconciler<Pod> for Writer {
 
     async fn reconcile(&self, pod: Arc<Pod>, ctx: &Context<Pod>) -> Result<Action, WriteError> {
         let state = &self.0;
+        // Closed only before the timed phase: the sender lives in `state`.
+        let _ = state.go.subscribe().wait_for(|go| *go).await;
         let Some(object) = pod.metadata.name.as_deref().and_then(index) else {
             return Ok(Action::await_change());
         };
@@ -196,16 +202,22 @@ pub(crate) struct Job<'a> {
 }
 
 /// Run `workload` through a manager whose strategy table sends every write
-/// through `job.strategy`.
+/// through `job.strategy`. The timed phase is the direct writers': `start`
+/// is called once the manager's cache holds every pod (its build and its
+/// list are not timed, as the direct writers' cache and the peer's
+/// informer are not), and `end` when the last write is made, before the
+/// manager shuts down.
 ///
 /// # Errors
 ///
-/// When the manager cannot be built or run, or the writes do not finish in
-/// `job.timeout`.
-pub(crate) async fn run(
+/// When the manager cannot be built or run, its cache does not fill in
+/// `job.timeout`, or the writes do not finish in `job.timeout`.
+pub(crate) async fn run<P, E>(
     job: Job<'_>,
     workload: &Workload,
-) -> anyhow::Result<(RoundFigures, Counts)> {
+    start: impl FnOnce() -> P,
+    end: impl FnOnce(P) -> E,
+) -> anyhow::Result<(RoundFigures, Counts, E)> {
     let Job {
         client,
         namespace,
@@ -243,6 +255,7 @@ pub(crate) async fn run(
         latencies: Mutex::new(Vec::with_capacity(workload.lanes.len())),
         done: Notify::new(),
         bar: bar.clone(),
+        go: watch::Sender::new(false),
     });
     let dir = std::env::temp_dir().join(format!("race-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -266,11 +279,30 @@ pub(crate) async fn run(
         .with_read_your_writes(read_your_writes)
         .add()
         .context("adding the benchmark's controller")?;
-    let store = manager.context::<Pod>().store();
+    let store = manager
+        .context::<Pod>()
+        .store()
+        .context("the manager has no cache of the pods to wait for")?;
     let metrics = manager.metrics();
     let stop = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());
-    let finished = tokio::time::timeout(timeout, state.done.notified()).await;
+    let objects = workload.specs.len();
+    let full = tokio::time::timeout(timeout, async {
+        while store.len() < objects {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    if full.is_err() {
+        stop.shutdown();
+        running.await??;
+        anyhow::bail!("the manager's cache did not list the {objects} pods within {timeout:?}");
+    }
+    let phase = start();
+    let done = state.done.notified();
+    state.go.send_replace(true);
+    let finished = tokio::time::timeout(timeout, done).await;
+    let ended = end(phase);
     stop.shutdown();
     running.await??;
     finished.with_context(|| {
@@ -291,9 +323,7 @@ pub(crate) async fn run(
         .lock()
         .map(|mut l| std::mem::take(&mut *l))
         .unwrap_or_default();
-    if layout == concord::cache::CacheLayout::Compact
-        && let Some(store) = store
-    {
+    if layout == concord::cache::CacheLayout::Compact {
         let (copies, decoding) = store.decoding();
         let writes = latencies.len().max(1) as f64;
         let latency_us: f64 = latencies.iter().map(|l| f64::from(*l)).sum::<f64>() / writes;
@@ -328,7 +358,7 @@ pub(crate) async fn run(
         raced: workload.raced() as u64,
         ..RoundFigures::default()
     };
-    Ok((figures, counts(&text)))
+    Ok((figures, counts(&text), ended))
 }
 
 /// The sum of the samples of `family` in a manager's Prometheus text

@@ -467,7 +467,6 @@ async fn through_manager(
     let bar = s.progress.bar(name, "write", workload.lanes.len() as u64);
     let foreign = Arc::new(Inline::new(s.foreign_client.clone(), ns));
     let rss_reset = usage::reset_peak_rss();
-    let phase = s.phase_start();
     let job = manager::Job {
         client: s.client.clone(),
         namespace: ns,
@@ -480,8 +479,8 @@ async fn through_manager(
         name,
         read_your_writes,
     };
-    let (mut figures, counts) = manager::run(job, workload).await?;
-    let costs = phase.end(s);
+    let (mut figures, counts, costs) =
+        manager::run(job, workload, || s.phase_start(), |phase| phase.end(s)).await?;
     figures.cpu_ms = costs.cpu_ms;
     figures.bytes = Some(costs.bytes);
     figures.server_cpu_ms = costs.server_cpu_ms;
