@@ -54,7 +54,10 @@
 //! - **A compact cache's queue holds keys.** Its objects are decoded when
 //!   the queue hands them out ([`Lazy`]), into the controller's store of
 //!   the objects it reconciles, and leave that store when the reconcile
-//!   ends (`compact.rs`). An object deleted before its turn is not handed
+//!   ends (`compact.rs`). The one copy it keeps is that of a listed
+//!   object that gave way, until it is handed out again (no second
+//!   decode) or a change replaces it: at most as many as are out of the
+//!   queue at once. An object deleted before its turn is not handed
 //!   out (kube-runtime's controller would not reconcile it either).
 //!
 //! Its length is bounded by the number of distinct objects, not by the
@@ -342,6 +345,9 @@ pub(crate) struct Lazy<K> {
     /// The copy to hand out, put in the controller's store; `None` for
     /// an object the cache no longer holds.
     pub(crate) load: ByKey<Option<Arc<K>>>,
+    /// Puts a copy the queue kept (an object that gave way, handed out
+    /// again) back in the controller's store, and returns the store's.
+    pub(crate) hold: Box<dyn Fn(Arc<K>) -> Option<Arc<K>> + Send + Sync>,
     /// Takes the object out of the controller's store: its reconcile
     /// ended.
     pub(crate) evict: ByKey<()>,
@@ -437,7 +443,10 @@ impl<K> Stream for Announced<K> {
                 break;
             };
             let object = match (object, &self.0.lazy) {
-                (Some(object), _) => Some(object),
+                // A copy a lazy queue kept (one that gave way) goes back
+                // into the controller's store.
+                (Some(object), Some(lazy)) => (lazy.hold)(object),
+                (Some(object), None) => Some(object),
                 (None, Some(lazy)) => (lazy.load)(key.0.as_deref(), &key.1),
                 (None, None) => None,
             };

@@ -173,3 +173,50 @@ fn a_change_to_an_object_that_gave_way_moves_it_to_the_changed_lane() {
     );
     assert_eq!(announcer.waiting(), 0, "held once");
 }
+
+#[test]
+fn a_lazy_queue_hands_out_a_listed_object_that_gave_way_without_decoding_it_again() {
+    let cache = Arc::new(Mutex::new(HashMap::from(
+        ["l1", "l2", "l3", "c"].map(|n| (n.to_owned(), "1".to_owned())),
+    )));
+    let evicted = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fairness = Fairness::with_slots(1).with_ahead(1);
+    let (announcer, mut announced) = super::lazy_queue_logged(&cache, &evicted, &log, fairness);
+    let slots = announced.slots();
+    for name in ["l1", "l2", "l3"] {
+        announcer.announce(None, config_map(name, "1"), Listed);
+    }
+    assert_eq!(drain(&mut announced), ["l1"]);
+    assert!(start(&slots, "l1"));
+    assert_eq!(drain(&mut announced), ["l2"]);
+    announcer.announce(None, config_map("c", "1"), Changed);
+    slots.done(Some("default"), "l1");
+    assert!(!start(&slots, "l2"), "c is first in line: l2 gives way");
+    slots.done(Some("default"), "l2");
+    assert_eq!(drain(&mut announced), ["c"]);
+    assert!(start(&slots, "c"));
+    slots.done(Some("default"), "c");
+    assert_eq!(drain(&mut announced), ["l2"], "first in its lane again");
+    assert!(start(&slots, "l2"), "it gave way once: it runs");
+    slots.done(Some("default"), "l2");
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["load l1", "load l2", "load c", "hold l2@1"],
+        "the copy l2 gave way with went back into the store, not a second decode"
+    );
+    // One that gives way and changes before its next turn is the cache's
+    // newer copy then, not the one it gave way with.
+    assert_eq!(drain(&mut announced), ["l3"]);
+    log.lock().unwrap().clear();
+    announcer.announce(None, config_map("c", "2"), Changed);
+    assert!(!start(&slots, "l3"), "c is first in line: l3 gives way");
+    slots.done(Some("default"), "l3");
+    cache.lock().unwrap().insert("l3".into(), "2".into());
+    announcer.announce(None, config_map("l3", "2"), Listed);
+    assert_eq!(drain(&mut announced), ["c"]);
+    assert!(start(&slots, "c"));
+    slots.done(Some("default"), "c");
+    assert_eq!(next(&mut announced).as_deref(), Some("l3@2"));
+    assert_eq!(*log.lock().unwrap(), ["load c", "load l3"]);
+}

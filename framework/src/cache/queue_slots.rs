@@ -34,8 +34,13 @@ impl<K: Resource> Slots<K> {
             state.wake();
         }
         if turn == Turn::Listed && state.changed_first() {
-            let copy = self.0.lazy.is_none().then(|| object.clone());
-            state.yielded.insert(key, (copy, Lane::Listed));
+            // Kept, in a lazy queue too: handed out again, it goes back
+            // into the controller's store without a second decode (a
+            // change announced meanwhile drops it for the cache's copy).
+            // At most the objects out of the queue give way at once.
+            state
+                .yielded
+                .insert(key, (Some(object.clone()), Lane::Listed));
             return false;
         }
         true

@@ -272,16 +272,39 @@ fn lazy_queue(
     evicted: &Arc<Mutex<Vec<String>>>,
     slots: usize,
 ) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    lazy_queue_logged(cache, evicted, &log, Fairness::with_slots(slots))
+}
+
+/// [`lazy_queue`] with `fairness`, logging each copy it puts in the
+/// controller's store as `load name` (decoded from the cache) or `hold
+/// name@version` (a copy the queue kept).
+fn lazy_queue_logged(
+    cache: &Arc<Mutex<HashMap<String, String>>>,
+    evicted: &Arc<Mutex<Vec<String>>>,
+    log: &Arc<Mutex<Vec<String>>>,
+    fairness: Fairness,
+) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
     let (loaded, held, evicted) = (cache.clone(), cache.clone(), evicted.clone());
+    let (loads, holds) = (log.clone(), log.clone());
     let lazy = Lazy {
         load: Box::new(move |_, name| {
+            loads.lock().unwrap().push(format!("load {name}"));
             let version = loaded.lock().unwrap().get(name).cloned()?;
             Some(config_map(name, &version))
+        }),
+        hold: Box::new(move |copy| {
+            let version = copy.resource_version().unwrap_or_default();
+            holds
+                .lock()
+                .unwrap()
+                .push(format!("hold {}@{version}", copy.name_any()));
+            Some(copy)
         }),
         evict: Box::new(move |_, name| evicted.lock().unwrap().push(name.to_owned())),
         holds: Box::new(move |_, name| held.lock().unwrap().contains_key(name)),
     };
-    queue_with(None, Fairness::with_slots(slots), Some(lazy))
+    queue_with(None, fairness, Some(lazy))
 }
 
 #[test]

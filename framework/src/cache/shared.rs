@@ -216,10 +216,13 @@ impl<K: AnyObject> SharedCache<K> {
                 lock(&self.hot).push(Arc::downgrade(&hot));
                 let lookups = hot.reader();
                 let (loaded, held) = (objects.clone(), objects.clone());
-                let evicted = hot.clone();
+                let (evicted, kept) = (hot.clone(), hot.clone());
                 let lazy = Lazy {
                     load: Box::new(move |namespace, name| {
                         hot.insert(loaded.decoded(namespace, name)?)
+                    }),
+                    hold: Box::new(move |copy| {
+                        kept.insert(Arc::try_unwrap(copy).unwrap_or_else(|c| c.as_ref().clone()))
                     }),
                     evict: Box::new(move |namespace, name| evicted.remove(namespace, name)),
                     holds: Box::new(move |namespace, name| held.holds(namespace, name)),
@@ -277,7 +280,7 @@ impl<K: AnyObject> SharedCache<K> {
     /// store's own copy, so that a queued announcement costs no second
     /// copy. During a (re)list the store may still hold the old state: the
     /// event's copy goes instead.
-    /// (A compact cache's queues keep no copy.)
+    /// (A compact cache's queues keep no copy of an announced object.)
     pub(super) fn announce(&self, old: Option<&K>, object: K, lane: Lane) {
         let stored = match &self.objects {
             Objects::Decoded(store) => store.get(&self.key(&object)).filter(|stored| {
