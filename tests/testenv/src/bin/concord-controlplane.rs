@@ -8,13 +8,27 @@
 //!
 //! It prints one JSON line once the API server is ready:
 //! `{"server": …, "kubeconfig": …, "dataDir": …, "pid": …}`.
+//!
+//! Every argument is a kube-apiserver flag, added after the embedded
+//! defaults (so it wins over one of them), for instance
+//! `concord-controlplane --profiling=true` to read the API server's CPU
+//! profile at `/debug/pprof/profile`. An argument that is not a flag
+//! (`--name=value` or `--name`) is refused.
 
 use std::io::Read;
 
 use concord_testenv::{ControlPlane, ControlPlaneOptions};
 
 fn main() -> Result<(), concord_testenv::Error> {
-    let control_plane = ControlPlane::start(ControlPlaneOptions::default())?;
+    let mut options = ControlPlaneOptions::default();
+    for arg in std::env::args().skip(1) {
+        if !arg.starts_with("--") || arg.len() < 3 {
+            eprintln!("concord-controlplane: `{arg}` is not a kube-apiserver flag (--name=value)");
+            std::process::exit(2);
+        }
+        options = options.with_apiserver_arg(arg);
+    }
+    let control_plane = ControlPlane::start(options)?;
     println!(
         "{}",
         serde_json::json!({
