@@ -346,7 +346,8 @@ pub(crate) struct Lazy<K> {
     /// an object the cache no longer holds.
     pub(crate) load: ByKey<Option<Arc<K>>>,
     /// Puts a copy the queue kept (an object that gave way, handed out
-    /// again) back in the controller's store, and returns the store's.
+    /// again) back in the controller's store if the cache still holds
+    /// that version (else as `load`), and returns the store's copy.
     pub(crate) hold: Box<dyn Fn(Arc<K>) -> Option<Arc<K>> + Send + Sync>,
     /// Takes the object out of the controller's store: its reconcile
     /// ended.

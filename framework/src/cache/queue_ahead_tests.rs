@@ -220,3 +220,48 @@ fn a_lazy_queue_hands_out_a_listed_object_that_gave_way_without_decoding_it_agai
     assert_eq!(next(&mut announced).as_deref(), Some("l3@2"));
     assert_eq!(*log.lock().unwrap(), ["load c", "load l3"]);
 }
+
+#[test]
+fn a_kept_copy_is_not_handed_out_once_its_object_is_deleted_or_changed_unannounced() {
+    // The watch announces no deletion, and a change may reach the cache a
+    // moment before its announcement: the copy l2 gave way with is handed
+    // out only while the cache holds that version.
+    for (then, expected) in [(None, None), (Some("2"), Some("l2@2"))] {
+        let cache = Arc::new(Mutex::new(HashMap::from(
+            ["l1", "l2", "c"].map(|n| (n.to_owned(), "1".to_owned())),
+        )));
+        let evicted = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let fairness = Fairness::with_slots(1).with_ahead(1);
+        let (announcer, mut announced) = super::lazy_queue_logged(&cache, &evicted, &log, fairness);
+        let slots = announced.slots();
+        for name in ["l1", "l2"] {
+            announcer.announce(None, config_map(name, "1"), Listed);
+        }
+        assert_eq!(drain(&mut announced), ["l1"]);
+        assert!(start(&slots, "l1"));
+        assert_eq!(drain(&mut announced), ["l2"]);
+        announcer.announce(None, config_map("c", "1"), Changed);
+        slots.done(Some("default"), "l1");
+        assert!(!start(&slots, "l2"), "c is first in line: l2 gives way");
+        slots.done(Some("default"), "l2");
+        match then {
+            Some(version) => cache.lock().unwrap().insert("l2".into(), version.into()),
+            None => cache.lock().unwrap().remove("l2"),
+        };
+        assert_eq!(drain(&mut announced), ["c"]);
+        assert!(start(&slots, "c"));
+        slots.done(Some("default"), "c");
+        assert_eq!(next(&mut announced).as_deref(), expected, "{then:?}");
+        let loads = log.lock().unwrap().clone();
+        let second = then.map(|_| "load l2");
+        assert_eq!(
+            loads,
+            ["load l1", "load l2", "load c"]
+                .into_iter()
+                .chain(second)
+                .collect::<Vec<_>>(),
+            "never `hold l2@1`"
+        );
+    }
+}

@@ -278,14 +278,16 @@ fn lazy_queue(
 
 /// [`lazy_queue`] with `fairness`, logging each copy it puts in the
 /// controller's store as `load name` (decoded from the cache) or `hold
-/// name@version` (a copy the queue kept).
+/// name@version` (a copy the queue kept, while the cache holds that
+/// version).
 fn lazy_queue_logged(
     cache: &Arc<Mutex<HashMap<String, String>>>,
     evicted: &Arc<Mutex<Vec<String>>>,
     log: &Arc<Mutex<Vec<String>>>,
     fairness: Fairness,
 ) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
-    let (loaded, held, evicted) = (cache.clone(), cache.clone(), evicted.clone());
+    let (loaded, held, kept, evicted) =
+        (cache.clone(), cache.clone(), cache.clone(), evicted.clone());
     let (loads, holds) = (log.clone(), log.clone());
     let lazy = Lazy {
         load: Box::new(move |_, name| {
@@ -294,11 +296,14 @@ fn lazy_queue_logged(
             Some(config_map(name, &version))
         }),
         hold: Box::new(move |copy| {
+            let name = copy.name_any();
+            let cached = kept.lock().unwrap().get(&name).cloned()?;
             let version = copy.resource_version().unwrap_or_default();
-            holds
-                .lock()
-                .unwrap()
-                .push(format!("hold {}@{version}", copy.name_any()));
+            if cached != version {
+                holds.lock().unwrap().push(format!("load {name}"));
+                return Some(config_map(&name, &cached));
+            }
+            holds.lock().unwrap().push(format!("hold {name}@{version}"));
             Some(copy)
         }),
         evict: Box::new(move |_, name| evicted.lock().unwrap().push(name.to_owned())),

@@ -216,13 +216,24 @@ impl<K: AnyObject> SharedCache<K> {
                 lock(&self.hot).push(Arc::downgrade(&hot));
                 let lookups = hot.reader();
                 let (loaded, held) = (objects.clone(), objects.clone());
-                let (evicted, kept) = (hot.clone(), hot.clone());
+                let (evicted, kept, stored) = (hot.clone(), hot.clone(), objects.clone());
                 let lazy = Lazy {
                     load: Box::new(move |namespace, name| {
                         hot.insert(loaded.decoded(namespace, name)?)
                     }),
+                    // The kept copy while the cache holds that version;
+                    // the cache's own once it changed, nothing once it
+                    // is deleted (the queue hears of no deletion).
                     hold: Box::new(move |copy| {
-                        kept.insert(Arc::try_unwrap(copy).unwrap_or_else(|c| c.as_ref().clone()))
+                        let (namespace, name) = (copy.namespace(), copy.name_any());
+                        let (version, uid) = stored.version(namespace.as_deref(), &name)?;
+                        if copy.resource_version().as_ref() == Some(&version) && copy.uid() == uid {
+                            kept.insert(
+                                Arc::try_unwrap(copy).unwrap_or_else(|c| c.as_ref().clone()),
+                            )
+                        } else {
+                            kept.insert(stored.decoded(namespace.as_deref(), &name)?)
+                        }
                     }),
                     evict: Box::new(move |namespace, name| evicted.remove(namespace, name)),
                     holds: Box::new(move |namespace, name| held.holds(namespace, name)),

@@ -298,3 +298,69 @@ fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
         assert_eq!(copy.json()["metadata"]["resourceVersion"], "6");
     });
 }
+
+#[test]
+fn a_listed_object_that_gave_way_is_not_decoded_again_nor_handed_out_once_deleted() {
+    for deleted in [false, true] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+            let client = kube::Client::try_from(config).unwrap();
+            let a = Api::<ConfigMap>::namespaced(client, "a");
+            let cache = SharedCache::new(
+                a.clone(),
+                vec![a],
+                Selection::default(),
+                CacheTrim::default(),
+                CacheLayout::Compact,
+                (),
+            );
+            let fairness = Fairness::with_slots(1).with_ahead(1);
+            let (mut announced, _lookups) = cache.subscribe(None, fairness);
+            let slots = announced.slots();
+            let mut writer = lock(&cache.writer).take().unwrap();
+            let mut relists = Relists::new(1);
+            use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
+            for event in [
+                Init,
+                InitApply(config_map("a", "l1")),
+                InitApply(config_map("a", "l2")),
+                InitDone,
+            ] {
+                cache.apply(&mut writer, &mut relists, 0, event);
+            }
+            let mut next = || announced.next().now_or_never().flatten();
+            let l1 = next().unwrap();
+            assert!(slots.start(&l1));
+            let l2 = next().unwrap();
+            assert_eq!(l2.name_any(), "l2", "handed out ahead");
+            cache.apply(&mut writer, &mut relists, 0, Apply(config_map("a", "c")));
+            slots.done(Some("a"), "l1");
+            assert!(!slots.start(&l2), "c is first in line: l2 gives way");
+            drop(l2);
+            slots.done(Some("a"), "l2");
+            if deleted {
+                cache.apply(&mut writer, &mut relists, 0, Delete(config_map("a", "l2")));
+            }
+            let c = next().unwrap();
+            assert_eq!(c.name_any(), "c");
+            assert!(slots.start(&c));
+            slots.done(Some("a"), "c");
+            let (decoded, _) = cache.store().decoding();
+            let again = next();
+            assert_eq!(
+                again.as_ref().map(|o| o.name_any()),
+                (!deleted).then(|| "l2".to_owned()),
+                "deleted: {deleted}"
+            );
+            assert_eq!(
+                cache.store().decoding().0,
+                decoded,
+                "l2's copy was kept, not decoded again (deleted: {deleted})"
+            );
+        });
+    }
+}
