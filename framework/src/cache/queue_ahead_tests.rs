@@ -174,17 +174,32 @@ fn a_change_to_an_object_that_gave_way_moves_it_to_the_changed_lane() {
     assert_eq!(announcer.waiting(), 0, "held once");
 }
 
-#[test]
-fn a_lazy_queue_hands_out_a_listed_object_that_gave_way_without_decoding_it_again() {
-    let cache = Arc::new(Mutex::new(HashMap::from(
-        ["l1", "l2", "l3", "c"].map(|n| (n.to_owned(), "1".to_owned())),
-    )));
+/// The cache (name → version) and the log of a lazy queue.
+type Shared = Arc<Mutex<HashMap<String, String>>>;
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A lazy queue of one slot and one ahead over `listed` and a changed `c`
+/// (all at version 1) in which `l2`, handed out ahead, gave way to `c` and
+/// is done; `c` is next.
+fn lazy_l2_gave_way(
+    listed: &[&str],
+) -> (
+    Shared,
+    Log,
+    Announcer<ConfigMap>,
+    Announced<ConfigMap>,
+    Slots<ConfigMap>,
+) {
+    let names = listed.iter().chain(&["c"]);
+    let cache: Shared = Arc::new(Mutex::new(
+        names.map(|n| ((*n).to_owned(), "1".to_owned())).collect(),
+    ));
     let evicted = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::new(Mutex::new(Vec::new()));
+    let log: Log = Arc::new(Mutex::new(Vec::new()));
     let fairness = Fairness::with_slots(1).with_ahead(1);
     let (announcer, mut announced) = super::lazy_queue_logged(&cache, &evicted, &log, fairness);
     let slots = announced.slots();
-    for name in ["l1", "l2", "l3"] {
+    for name in listed {
         announcer.announce(None, config_map(name, "1"), Listed);
     }
     assert_eq!(drain(&mut announced), ["l1"]);
@@ -194,6 +209,12 @@ fn a_lazy_queue_hands_out_a_listed_object_that_gave_way_without_decoding_it_agai
     slots.done(Some("default"), "l1");
     assert!(!start(&slots, "l2"), "c is first in line: l2 gives way");
     slots.done(Some("default"), "l2");
+    (cache, log, announcer, announced, slots)
+}
+
+#[test]
+fn a_lazy_queue_hands_out_a_listed_object_that_gave_way_without_decoding_it_again() {
+    let (cache, log, announcer, mut announced, slots) = lazy_l2_gave_way(&["l1", "l2", "l3"]);
     assert_eq!(drain(&mut announced), ["c"]);
     assert!(start(&slots, "c"));
     slots.done(Some("default"), "c");
@@ -227,24 +248,7 @@ fn a_kept_copy_is_not_handed_out_once_its_object_is_deleted_or_changed_unannounc
     // moment before its announcement: the copy l2 gave way with is handed
     // out only while the cache holds that version.
     for (then, expected) in [(None, None), (Some("2"), Some("l2@2"))] {
-        let cache = Arc::new(Mutex::new(HashMap::from(
-            ["l1", "l2", "c"].map(|n| (n.to_owned(), "1".to_owned())),
-        )));
-        let evicted = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let fairness = Fairness::with_slots(1).with_ahead(1);
-        let (announcer, mut announced) = super::lazy_queue_logged(&cache, &evicted, &log, fairness);
-        let slots = announced.slots();
-        for name in ["l1", "l2"] {
-            announcer.announce(None, config_map(name, "1"), Listed);
-        }
-        assert_eq!(drain(&mut announced), ["l1"]);
-        assert!(start(&slots, "l1"));
-        assert_eq!(drain(&mut announced), ["l2"]);
-        announcer.announce(None, config_map("c", "1"), Changed);
-        slots.done(Some("default"), "l1");
-        assert!(!start(&slots, "l2"), "c is first in line: l2 gives way");
-        slots.done(Some("default"), "l2");
+        let (cache, log, _announcer, mut announced, slots) = lazy_l2_gave_way(&["l1", "l2"]);
         match then {
             Some(version) => cache.lock().unwrap().insert("l2".into(), version.into()),
             None => cache.lock().unwrap().remove("l2"),

@@ -14,19 +14,24 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::watcher;
 
+/// Runs `test` on a runtime of its own, with a client of a server that
+/// is not there: these tests feed the cache's watch by hand.
+fn offline<F: std::future::Future<Output = ()>>(test: impl FnOnce(kube::Client) -> F) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+    runtime.block_on(async { test(kube::Client::try_from(config).unwrap()).await });
+}
+
 fn selection(labels: &str) -> Selection {
     Selection::default().with_labels(Some(crate::selector::label_selector(labels).unwrap()))
 }
 
 #[test]
 fn one_selection_is_one_watch_and_another_is_another() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
+    offline(|client| async move {
         let all = Api::<ConfigMap>::all(client.clone());
         let caches = Caches::default();
         let trim = CacheTrim::default();
@@ -113,13 +118,7 @@ fn a_namespace_relist_replaces_only_its_own_objects() {
 }
 
 fn a_namespace_relist_replaces_only_its_own_objects_in(layout: CacheLayout) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
+    offline(|client| async move {
         let a = Api::<ConfigMap>::namespaced(client.clone(), "a");
         let b = Api::<ConfigMap>::namespaced(client, "b");
         let cache = SharedCache::new(
@@ -191,13 +190,7 @@ crate::view!(Data, of = ConfigMap);
 fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
     use kube::core::{DynamicObject, PartialObjectMeta};
     use serde_json::json;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
+    offline(|client| async move {
         let caches = Arc::new(Caches::default());
         let trim = CacheTrim::default();
         let resource = ApiResource::erase::<ConfigMap>(&());
@@ -302,13 +295,7 @@ fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
 #[test]
 fn a_listed_object_that_gave_way_is_not_decoded_again_nor_handed_out_once_deleted() {
     for deleted in [false, true] {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-            let client = kube::Client::try_from(config).unwrap();
+        offline(|client| async move {
             let a = Api::<ConfigMap>::namespaced(client, "a");
             let cache = SharedCache::new(
                 a.clone(),
