@@ -143,20 +143,26 @@ pub fn markdown(report: &Report) -> String {
 fn costs(report: &Report) -> String {
     let mut out = String::from(
         "costs per write (client: this process, or the peer's; server: the API server's process)\n\n\
-         | contender | writes | requests/write | bytes sent/write | bytes received/write | client CPU ms/write | server CPU ms/write | failed | lost |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+         | contender | writes | requests/write | bytes sent/write | bytes received/write | client CPU ms/write | client CPU vs direct call [95% CI] | server CPU ms/write | failed | lost |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let na = |v: Option<f64>, digits: usize| v.map_or("n/a".into(), |v| format!("{v:.digits$}"));
     for r in &report.results {
+        let cpu_vs_direct = match r.cpu_vs_direct {
+            Some(i) if i.hi.is_finite() => format!("{:.3}x [{:.3}, {:.3}]", i.ratio, i.lo, i.hi),
+            Some(i) => format!("{:.3}x", i.ratio),
+            None => "-".into(),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy,
             r.writes,
             r.requests_per_write,
             na(r.bytes_sent_per_write, 0),
             na(r.bytes_received_per_write, 0),
             na(r.cpu_ms_per_write, 3),
+            cpu_vs_direct,
             na(r.server_cpu_ms_per_write, 3),
             r.failed_writes,
             r.lost_writes
@@ -207,11 +213,31 @@ mod tests {
         let speed = table.find("| contender | writes/s |");
         assert!(costs.is_some() && costs < speed, "{table}");
         assert!(
-            table.contains("| lax | 1 | 1.000 | 100 | 2000 | 0.100 | n/a | 0 | 3 |"),
+            table.contains("| lax | 1 | 1.000 | 100 | 2000 | 0.100 | - | n/a | 0 | 3 |"),
             "{table}"
         );
         assert!(
-            table.contains("| guarded | 1 | 1.000 | 100 | 2000 | 0.100 | 1.250 | 0 | 0 |"),
+            table.contains("| guarded | 1 | 1.000 | 100 | 2000 | 0.100 | - | 1.250 | 0 | 0 |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn a_managers_client_cpu_is_shown_against_the_direct_calls() {
+        let mut manager = result("manager-guarded", 90.0, 0);
+        manager.cpu_vs_direct = Some(Interval {
+            ratio: 1.36,
+            lo: 1.3,
+            hi: 1.42,
+            rounds: 40,
+        });
+        let table = markdown(&report(vec![result("guarded", 100.0, 0), manager]));
+        assert!(
+            table.contains("| client CPU ms/write | client CPU vs direct call [95% CI] |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 0.100 | 1.360x [1.300, 1.420] | "),
             "{table}"
         );
     }

@@ -94,6 +94,14 @@ pub struct StrategyResult {
     /// of the same strategy, paired by round; `1 - ratio` is the
     /// framework's overhead.
     pub vs_direct: Option<Interval>,
+    /// The client's CPU milliseconds per write of each round, in round
+    /// order; empty when a round's CPU time is not known.
+    #[serde(default)]
+    pub rounds_cpu_ms_per_write: Vec<f64>,
+    /// For a `manager-*` contender: its client CPU per write against the
+    /// direct call's, paired by round (above 1: the framework costs more).
+    #[serde(default)]
+    pub cpu_vs_direct: Option<Interval>,
     /// What `vs_baseline` says about `1 - max_regression`, for the concord
     /// strategies the graduation check judges.
     pub verdict: Option<Verdict>,
@@ -202,6 +210,16 @@ impl StrategyResult {
             fraction_of_ceiling: None,
             vs_baseline: None,
             vs_direct: None,
+            rounds_cpu_ms_per_write: rounds
+                .iter()
+                .map(|r| {
+                    r.cpu_ms
+                        .filter(|_| r.writes > 0)
+                        .map(|ms| ms / r.writes as f64)
+                })
+                .collect::<Option<Vec<f64>>>()
+                .unwrap_or_default(),
+            cpu_vs_direct: None,
             verdict: None,
             requests_by_verb: by_verb,
         }
@@ -332,5 +350,12 @@ mod tests {
         assert_eq!(r.rounds_writes_per_s, [30.0, 30.0]);
         assert_eq!((r.writes, r.failed_writes, r.lost_writes), (200, 80, 0));
         assert_eq!(r.cpu_ms_per_write, Some(0.5));
+        assert_eq!(r.rounds_cpu_ms_per_write, [0.5, 0.5]);
+        let unknown = RoundFigures {
+            cpu_ms: None,
+            ..RoundFigures::default()
+        };
+        let r = StrategyResult::from_rounds("peer", &[unknown.clone(), unknown]);
+        assert!(r.rounds_cpu_ms_per_write.is_empty(), "no CPU, no rounds");
     }
 }

@@ -332,9 +332,14 @@ fn compare(
         .iter()
         .map(|r| r.rounds_writes_per_s.clone())
         .collect();
+    let cpu: Vec<Vec<f64>> = results
+        .iter()
+        .map(|r| r.rounds_cpu_ms_per_write.clone())
+        .collect();
     for (r, c) in results.iter_mut().zip(contenders) {
         if let Some(direct) = c.direct().and_then(find) {
             r.vs_direct = tracker.interval(&r.rounds_writes_per_s, &rounds[direct]);
+            r.cpu_vs_direct = tracker.interval(&r.rounds_cpu_ms_per_write, &cpu[direct]);
         }
         if let Some(ceiling) = ceiling.filter(|c| *c > 0.0) {
             r.fraction_of_ceiling = Some(crate::results::round(r.writes_per_s / ceiling, 3));

@@ -33,6 +33,8 @@ pub(crate) fn result(name: &str, writes_per_s: f64, lost_writes: u64) -> Strateg
         fraction_of_ceiling: None,
         vs_baseline: None,
         vs_direct: None,
+        rounds_cpu_ms_per_write: Vec::new(),
+        cpu_vs_direct: None,
         verdict: None,
         requests_by_verb: [0; 4],
     }
