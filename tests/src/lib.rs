@@ -165,7 +165,6 @@ pub fn chaos_strategy_file(
     strategy: concord::featuregates::StrategyName,
     resource: &str,
 ) -> anyhow::Result<tempfile::TempPath> {
-    use std::io::Write as _;
     let yaml = if strategy == concord::featuregates::StrategyName::Apply {
         let operations = ["add-finalizer", "remove-finalizer", "metadata", "status"]
             .map(|op| format!("        {op}: apply\n"))
@@ -176,11 +175,23 @@ pub fn chaos_strategy_file(
     } else {
         format!("strategies:\n  default: {strategy}\n")
     };
+    yaml_file(&format!("concord-chaos-{strategy}-"), &yaml)
+}
+
+/// `text` in a temporary YAML file whose name starts with `prefix`,
+/// removed when the returned path is dropped: keep it until the manager
+/// that reads it is built.
+///
+/// # Errors
+///
+/// The file could not be written.
+pub fn yaml_file(prefix: &str, text: &str) -> anyhow::Result<tempfile::TempPath> {
+    use std::io::Write as _;
     let mut file = tempfile::Builder::new()
-        .prefix(&format!("concord-chaos-{strategy}-"))
+        .prefix(prefix)
         .suffix(".yaml")
         .tempfile()?;
-    file.write_all(yaml.as_bytes())?;
+    file.write_all(text.as_bytes())?;
     Ok(file.into_temp_path())
 }
 

@@ -262,15 +262,19 @@ pub(crate) async fn run<P, E>(
     let config = dir.join(format!("{}.yaml", strategy.as_str()));
     std::fs::write(&config, strategy_table(strategy))
         .with_context(|| format!("writing {}", config.display()))?;
-    let mut manager = Manager::builder("race-bench")
+    let built = Manager::builder("race-bench")
         .with_builtin_type::<Pod>()
         .with_args(ManagerArgs::new().with_config(&config))
         .with_client(client.clone())
         .with_signal_handling(false)
         .with_cache_layout(layout)
         .build()
-        .await
-        .with_context(|| format!("building a manager from {}", config.display()))?;
+        .await;
+    // Read by the build: nothing is left behind in the temporary directory.
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_dir(&dir);
+    let mut manager =
+        built.with_context(|| format!("building a manager from {}", config.display()))?;
     let pods: Api<Pod> = Api::namespaced(client, namespace);
     let concurrency = u16::try_from(writers).unwrap_or(u16::MAX);
     manager

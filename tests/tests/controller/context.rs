@@ -25,13 +25,8 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn yaml(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "concord-context-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path
+fn yaml(name: &str, text: &str) -> tempfile::TempPath {
+    concord_tests::yaml_file(&format!("concord-context-{name}-"), text).unwrap()
 }
 
 async fn manager(client: Client, config: Option<PathBuf>) -> Manager {
@@ -128,7 +123,7 @@ async fn a_lax_create_of_an_existing_name_is_done_and_hands_back_the_stored_obje
         "lax-create",
         "strategies:\n  resources:\n    configmaps:\n      operations:\n        create: lax\n",
     );
-    let manager = manager(env.client()?, Some(config)).await;
+    let manager = manager(env.client()?, Some(config.to_path_buf())).await;
     let ctx = manager.context::<ConfigMap>();
     assert_eq!(
         ctx.writer_for::<ConfigMap>()
@@ -219,7 +214,7 @@ async fn a_lax_delete_removes_the_object_whatever_it_now_holds() -> Result<()> {
         "lax-delete",
         "strategies:\n  resources:\n    configmaps:\n      operations:\n        delete: lax\n",
     );
-    let manager = manager(env.client()?, Some(config)).await;
+    let manager = manager(env.client()?, Some(config.to_path_buf())).await;
     let ctx = manager.context::<ConfigMap>();
     let copy = maps
         .create(&PostParams::default(), &config_map(ns.name(), "job", "a"))

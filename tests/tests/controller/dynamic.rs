@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,20 +60,19 @@ fn crd(kind: &str, plural: &str) -> CustomResourceDefinition {
     .unwrap()
 }
 
-fn yaml(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "concord-dynamic-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// A manager named `name` with the strategy table `strategies` (YAML).
 async fn manager(env: &TestEnv, name: &str, strategies: Option<String>) -> Result<Manager> {
     let mut args = ManagerArgs::new();
-    if let Some(text) = strategies {
-        args = args.with_config(yaml(name, &text));
+    // Read when the manager is built, removed after.
+    let table = match strategies {
+        Some(text) => Some(concord_tests::yaml_file(
+            &format!("concord-dynamic-{name}-"),
+            &text,
+        )?),
+        None => None,
+    };
+    if let Some(table) = &table {
+        args = args.with_config(table.to_path_buf());
     }
     Ok(Manager::builder(name)
         .with_client(env.client()?)

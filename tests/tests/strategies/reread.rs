@@ -9,7 +9,6 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,12 +32,9 @@ fn config_map(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
 }
 
-fn table(test: &str, strategy: StrategyName) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("concord-reread-{}-{test}.yaml", std::process::id()));
+fn table(test: &str, strategy: StrategyName) -> tempfile::TempPath {
     let yaml = format!("strategies:\n  default: {}\n", strategy.as_str());
-    std::fs::write(&path, yaml).unwrap();
-    path
+    concord_tests::yaml_file(&format!("concord-reread-{test}-"), &yaml).unwrap()
 }
 
 async fn manager(client: Client, test: &str, wait: Option<Duration>) -> Manager {
@@ -51,10 +47,12 @@ async fn manager_with(
     wait: Option<Duration>,
     strategy: StrategyName,
 ) -> Manager {
+    // Read when the manager is built, removed after.
+    let config = table(test, strategy);
     let builder = Manager::builder("reread-test")
         .with_builtin_type::<ConfigMap>()
         .with_client(client)
-        .with_args(ManagerArgs::new().with_config(table(test, strategy)))
+        .with_args(ManagerArgs::new().with_config(config.to_path_buf()))
         .with_signal_handling(false);
     let builder = match wait {
         Some(wait) => builder.with_fresh_wait(wait),
