@@ -91,8 +91,16 @@ impl<K: AnyObject> Attempts<K> {
         attempts
     }
 
-    pub(crate) fn succeeded(&self, key: &ObjectRef<K>) {
-        self.lock().counts.remove(key);
+    /// Resets `object`'s count: a key is built only when some object is
+    /// failing (a reconcile that succeeds where none fails allocates
+    /// nothing here).
+    pub(crate) fn succeeded(&self, object: &K, dyntype: &K::DynamicType) {
+        let mut failures = self.lock();
+        if !failures.counts.is_empty() {
+            failures
+                .counts
+                .remove(&ObjectRef::from_obj_with(object, dyntype.clone()));
+        }
     }
 
     /// How many objects have a failure count.
@@ -139,12 +147,20 @@ impl FreshGate {
     const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 }
 
-fn key_of<K: Resource>(object: &K) -> String {
-    format!(
-        "{}/{}",
-        object.namespace().unwrap_or_default(),
-        object.name_any()
-    )
+/// `namespace/name` of an object, for log lines: written only when a
+/// line is (a reconcile that logs nothing builds no string for it).
+struct Named<'a, K>(&'a K);
+
+impl<K: Resource> std::fmt::Display for Named<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let meta = self.0.meta();
+        let namespace = meta.namespace.as_deref().unwrap_or_default();
+        match (&meta.name, &meta.generate_name) {
+            (Some(name), _) => write!(f, "{namespace}/{name}"),
+            (None, Some(prefix)) => write!(f, "{namespace}/{prefix}"),
+            (None, None) => write!(f, "{namespace}/"),
+        }
+    }
 }
 
 async fn reconcile<K, R>(object: Arc<K>, shared: Arc<Shared<K, R>>) -> Result<Action, R::Error>
@@ -152,10 +168,14 @@ where
     K: AnyObject,
     R: Reconciler<K>,
 {
-    let key = key_of(object.as_ref());
-    let gate_key = shard::key_of(shared.shard.as_ref(), object.as_ref());
-    let object_ref = ObjectRef::from_obj_with(object.as_ref(), shared.context.dyntype().clone());
-    let admission = shard::admit(shared.shard.as_ref(), &gate_key);
+    // Only a sharded controller keys its gate: an unsharded reconcile
+    // builds no key for it.
+    let gate_key = shared
+        .shard
+        .as_ref()
+        .map(|seat| (seat, shard::key_of(seat, object.as_ref())));
+    let gated = gate_key.as_ref().map(|(seat, key)| (*seat, key.as_str()));
+    let admission = shard::admit(gated);
     if let Admission::Refused = admission {
         return Ok(Action::await_change());
     }
@@ -183,6 +203,8 @@ where
                     counters.stale_micros.fetch_add(micros(waited), Relaxed);
                     // The copy handed out may be the one the wait was for:
                     // the cache's is at least as new as the manager's writes.
+                    let object_ref =
+                        ObjectRef::from_obj_with(object.as_ref(), shared.context.dyntype().clone());
                     match shared.context.store().and_then(|s| s.get(&object_ref)) {
                         Some(fresh) => fresh,
                         None => return Ok(Action::await_change()),
@@ -191,7 +213,7 @@ where
                 Err(waited) => {
                     counters.stale_requeues.fetch_add(1, Relaxed);
                     counters.stale_micros.fetch_add(micros(waited), Relaxed);
-                    tracing::debug!(controller = %shared.name, object = %key, "reconcile requeued: the cache does not show this manager's own last write yet");
+                    tracing::debug!(controller = %shared.name, object = %Named(object.as_ref()), "reconcile requeued: the cache does not show this manager's own last write yet");
                     return Ok(Action::requeue(FreshGate::RETRY));
                 }
             }
@@ -199,14 +221,16 @@ where
     };
     let start = Instant::now();
     shared.counters.in_flight.fetch_add(1, Relaxed);
+    // A handle (not a copy) for the log lines and the failure count after.
+    let reconciled = object.clone();
     let work = crate::own_writes::as_reconcile_of(
         own_key,
         shared.reconciler.reconcile(object, &shared.context),
     );
     let Some(result) = shard::fenced(shared.shard.as_ref(), work).await else {
         shared.counters.in_flight.fetch_sub(1, Relaxed);
-        tracing::warn!(controller = %shared.name, object = %key, "reconcile cancelled: the shard membership lease was not renewed in time");
-        return Ok(shard::cancelled(shared.shard.as_ref(), &gate_key));
+        tracing::warn!(controller = %shared.name, object = %Named(reconciled.as_ref()), "reconcile cancelled: the shard membership lease was not renewed in time");
+        return Ok(shard::cancelled(gated));
     };
     drop(admission);
     shared.counters.in_flight.fetch_sub(1, Relaxed);
@@ -215,7 +239,9 @@ where
     match &result {
         Ok(_) => {
             shared.counters.ok.fetch_add(1, Relaxed);
-            shared.attempts.succeeded(&object_ref);
+            shared
+                .attempts
+                .succeeded(reconciled.as_ref(), shared.context.dyntype());
         }
         Err(error) => {
             shared.counters.errors.fetch_add(1, Relaxed);
@@ -223,9 +249,9 @@ where
             if crate::error::is_conflict_requeue(error) {
                 // The `requeue` conflict policy at work: reconciled again
                 // on the fresh object, as configured.
-                tracing::debug!(controller = %shared.name, object = %key, error = %cause, "reconcile requeued: the object changed while it was written");
+                tracing::debug!(controller = %shared.name, object = %Named(reconciled.as_ref()), error = %cause, "reconcile requeued: the object changed while it was written");
             } else {
-                tracing::warn!(controller = %shared.name, object = %key, error = %cause, "reconcile failed");
+                tracing::warn!(controller = %shared.name, object = %Named(reconciled.as_ref()), error = %cause, "reconcile failed");
             }
         }
     }
@@ -320,8 +346,10 @@ where
                 .for_each(|result| {
                     free_slot(&slots, &result);
                     if let Err(error) = result {
-                        let error = crate::error::chain(&error);
-                        tracing::debug!(controller = %name, %error, "controller event");
+                        // The chain is written only when the line is: an
+                        // object the queue had not handed out yet comes
+                        // back here as not found on every mapped trigger.
+                        tracing::debug!(controller = %name, error = %crate::error::chain(&error), "controller event");
                     }
                     futures::future::ready(())
                 })
@@ -368,7 +396,10 @@ mod tests {
         assert_eq!(attempts.failed(key("a")), 1);
         assert_eq!(attempts.failed(key("a")), 2);
         assert_eq!(attempts.failed(key("b")), 1);
-        attempts.succeeded(&key("a"));
+        let mut a = ConfigMap::default();
+        a.metadata.name = Some("a".into());
+        a.metadata.namespace = Some("default".into());
+        attempts.succeeded(&a, &());
         assert_eq!(attempts.failed(key("a")), 1);
         let backoff = crate::backoff::Backoff::default();
         for _ in 0..40 {

@@ -2,6 +2,7 @@
 //! compact cache (see `compact.rs`): kube-runtime's controller looks each
 //! object up in a store of typed objects when it starts its reconcile.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kube::runtime::reflector::{self, ObjectRef};
@@ -13,13 +14,50 @@ use crate::object::AnyObject;
 /// A controller's store of the typed objects it is reconciling, for
 /// kube-runtime's controller to look them up in.
 pub(crate) struct Hot<K: AnyObject> {
-    writer: Mutex<reflector::store::Writer<K>>,
+    writer: Mutex<Held<K>>,
     reader: reflector::Store<K>,
     dyntype: K::DynamicType,
     /// An object of `K` with nothing set, when the type has one: taking an
     /// object out names it on a copy of this instead of cloning the held
     /// one (kube-runtime's store removes by the name only).
     blank: Option<K>,
+}
+
+/// The store's writer, and the names it holds: the cache's every watch
+/// event asks whether its object is held, and most are not; the names
+/// answer without building a key (kube-runtime's store clones a missed
+/// namespaced key to try it cluster-wide).
+struct Held<K: AnyObject> {
+    writer: reflector::store::Writer<K>,
+    /// Each name held, with the namespaces it is held in.
+    names: HashMap<String, Vec<Option<String>>>,
+}
+
+impl<K: AnyObject> Held<K> {
+    fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
+        self.names
+            .get(name)
+            .is_some_and(|n| n.iter().any(|ns| ns.as_deref() == namespace))
+    }
+
+    fn add(&mut self, namespace: Option<&str>, name: &str) {
+        if self.holds(namespace, name) {
+            return;
+        }
+        self.names
+            .entry(name.to_owned())
+            .or_default()
+            .push(namespace.map(str::to_owned));
+    }
+
+    fn forget(&mut self, namespace: Option<&str>, name: &str) {
+        if let Some(namespaces) = self.names.get_mut(name) {
+            namespaces.retain(|ns| ns.as_deref() != namespace);
+            if namespaces.is_empty() {
+                self.names.remove(name);
+            }
+        }
+    }
 }
 
 impl<K: AnyObject> Hot<K> {
@@ -34,7 +72,10 @@ impl<K: AnyObject> Hot<K> {
         let blank = serde_json::from_slice::<K>(b"{\"metadata\":{}}").ok();
         Arc::new(Hot {
             reader: writer.as_reader(),
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Held {
+                writer,
+                names: HashMap::new(),
+            }),
             dyntype,
             blank,
         })
@@ -48,30 +89,36 @@ impl<K: AnyObject> Hot<K> {
     /// the store lost it, which the writer's lock rules out).
     pub(crate) fn insert(&self, object: K) -> Option<Arc<K>> {
         let key = ObjectRef::from_obj_with(&object, self.dyntype.clone());
-        let mut writer = lock(&self.writer);
-        writer.apply_watcher_event(&watcher::Event::Apply(object));
+        let mut held = lock(&self.writer);
+        held.add(key.namespace.as_deref(), &key.name);
+        held.writer
+            .apply_watcher_event(&watcher::Event::Apply(object));
         // Read under the lock: nothing removes it in between.
         let copy = self.reader.get(&key);
-        drop(writer);
+        drop(held);
         copy
     }
 
     /// Replaces the copy of `object`, if the store holds one.
     pub(crate) fn refresh(&self, object: &K) {
-        let key = ObjectRef::from_obj_with(object, self.dyntype.clone());
-        let mut writer = lock(&self.writer);
-        if self.reader.get(&key).is_some() {
-            writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+        let meta = object.meta();
+        let Some(name) = meta.name.as_deref() else {
+            return;
+        };
+        let mut held = lock(&self.writer);
+        if held.holds(meta.namespace.as_deref(), name) {
+            held.writer
+                .apply_watcher_event(&watcher::Event::Apply(object.clone()));
         }
     }
 
     /// Takes `namespace`/`name` out.
     pub(crate) fn remove(&self, namespace: Option<&str>, name: &str) {
-        let key = super::object_ref::<K>(namespace, name, &self.dyntype);
-        let mut writer = lock(&self.writer);
-        let Some(object) = self.reader.get(&key) else {
+        let mut held = lock(&self.writer);
+        if !held.holds(namespace, name) {
             return;
-        };
+        }
+        held.forget(namespace, name);
         let named = match &self.blank {
             Some(blank) => {
                 let mut named = blank.clone();
@@ -79,9 +126,16 @@ impl<K: AnyObject> Hot<K> {
                 named.meta_mut().namespace = namespace.map(str::to_owned);
                 named
             }
-            None => object.as_ref().clone(),
+            None => {
+                let key = super::object_ref::<K>(namespace, name, &self.dyntype);
+                match self.reader.get(&key) {
+                    Some(object) => object.as_ref().clone(),
+                    None => return,
+                }
+            }
         };
-        writer.apply_watcher_event(&watcher::Event::Delete(named));
+        held.writer
+            .apply_watcher_event(&watcher::Event::Delete(named));
     }
 }
 
@@ -111,6 +165,22 @@ mod tests {
         hot.remove(Some("default"), "a");
         hot.remove(None, "b");
         assert_eq!(reader.len(), 1, "a cluster-scoped name is another object");
+        // A refresh replaces a held copy and never puts one in.
+        let mut newer: K = named("b");
+        newer.meta_mut().resource_version = Some("2".into());
+        hot.refresh(&newer);
+        let b = ObjectRef::<K>::new("b").within("default");
+        let held = reader.get(&b).expect("b is held");
+        assert_eq!(held.meta().resource_version.as_deref(), Some("2"));
+        hot.refresh(&named("a"));
+        let mut elsewhere: K = named("b");
+        elsewhere.meta_mut().namespace = Some("other".into());
+        hot.refresh(&elsewhere);
+        assert!(reader.get(&key).is_none(), "a taken-out object stays out");
+        assert_eq!(reader.len(), 1, "nor does another namespace's");
+        hot.remove(Some("default"), "b");
+        hot.refresh(&newer);
+        assert_eq!(reader.len(), 0, "nor one taken out after a refresh");
     }
 
     /// A kind with a required field, as a CRD's `spec` often is.

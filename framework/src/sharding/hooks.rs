@@ -44,11 +44,12 @@ impl Seat {
     }
 }
 
-/// Asks the gate whether `key` may be reconciled here now.
-pub(crate) fn admit(seat: Option<&Seat>, key: &str) -> Admission {
-    match seat {
+/// Asks the gate whether `key` may be reconciled at its seat now
+/// (`None`: the manager is not sharded).
+pub(crate) fn admit(gated: Option<(&Seat, &str)>) -> Admission {
+    match gated {
         None => Admission::Unsharded,
-        Some(s) => match s.gate.try_start(s.seat, key) {
+        Some((s, key)) => match s.gate.try_start(s.seat, key) {
             Some(in_flight) => Admission::Admitted(in_flight),
             None => Admission::Refused,
         },
@@ -68,12 +69,13 @@ pub(crate) async fn fenced<F: Future>(seat: Option<&Seat>, work: F) -> Option<F:
     }
 }
 
-/// After the fence cancelled the reconcile of `key`: what to do with it.
-/// A wake offers it again once it may start, unless it may start
-/// already (the fence was restored meanwhile): then it is requeued now.
-pub(crate) fn cancelled(seat: Option<&Seat>, key: &str) -> Action {
-    match seat {
-        Some(s) if !s.gate.cancelled(s.seat, key) => Action::await_change(),
+/// After the fence cancelled the reconcile of `key` at its seat: what to
+/// do with it. A wake offers it again once it may start, unless it may
+/// start already (the fence was restored meanwhile): then it is requeued
+/// now.
+pub(crate) fn cancelled(gated: Option<(&Seat, &str)>) -> Action {
+    match gated {
+        Some((s, key)) if !s.gate.cancelled(s.seat, key) => Action::await_change(),
         _ => Action::requeue(Duration::ZERO),
     }
 }
@@ -103,19 +105,15 @@ pub(crate) fn selector_changes(gate: &Arc<ShardGate>) -> futures::stream::BoxStr
     }
 }
 
-/// The gate key of `object` (see [`ShardGate::key_of`]); `namespace/name`
-/// when the manager is not sharded.
-pub(crate) fn key_of<K: kube::Resource>(seat: Option<&Seat>, object: &K) -> String {
+/// The gate key of `object` at `seat` (see [`ShardGate::key_of`]).
+pub(crate) fn key_of<K: kube::Resource>(seat: &Seat, object: &K) -> String {
     use kube::ResourceExt as _;
     let namespace = object.namespace().unwrap_or_default();
-    match seat {
-        Some(s) => s.gate.key_of(
-            &namespace,
-            &object.name_any(),
-            object.meta().uid.as_deref().unwrap_or_default(),
-        ),
-        None => format!("{namespace}/{}", object.name_any()),
-    }
+    seat.gate.key_of(
+        &namespace,
+        &object.name_any(),
+        object.meta().uid.as_deref().unwrap_or_default(),
+    )
 }
 
 /// On every wake, reconciles again the keys that may start now and were
