@@ -30,6 +30,7 @@ use std::time::Instant;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+use super::key::{Key, lookup};
 use super::uid::PackedUid;
 use crate::object::AnyObject;
 
@@ -86,15 +87,8 @@ impl std::fmt::Display for CacheLayout {
     }
 }
 
-/// Namespace and name.
-pub(crate) type Key = (Option<String>, String);
-
 fn key_of<K: Resource>(object: &K) -> Key {
     (object.namespace(), object.name_any())
-}
-
-fn key(namespace: Option<&str>, name: &str) -> Key {
-    (namespace.map(str::to_owned), name.to_owned())
 }
 
 /// One object of a compact cache: its JSON, and its uid packed beside it
@@ -142,7 +136,7 @@ impl<K: AnyObject> CompactObjects<K> {
     /// A decoded copy of `namespace`/`name`, owned.
     pub(crate) fn decoded(&self, namespace: Option<&str>, name: &str) -> Option<K> {
         let objects = self.read();
-        let entry = objects.get(&key(namespace, name))?;
+        let entry = objects.get(lookup(&(namespace, name)))?;
         self.decode(&entry.json)
     }
 
@@ -181,7 +175,8 @@ impl<K: AnyObject> CompactObjects<K> {
             uid: Option<String>,
         }
         let objects = self.read();
-        let only: Only = serde_json::from_slice(&objects.get(&key(namespace, name))?.json).ok()?;
+        let only: Only =
+            serde_json::from_slice(&objects.get(lookup(&(namespace, name)))?.json).ok()?;
         Some((only.metadata.resource_version?, only.metadata.uid))
     }
 
@@ -190,7 +185,7 @@ impl<K: AnyObject> CompactObjects<K> {
     /// it is not held.
     pub(crate) fn uid(&self, namespace: Option<&str>, name: &str) -> Option<String> {
         let objects = self.read();
-        objects.get(&key(namespace, name)).map(uid_of)
+        objects.get(lookup(&(namespace, name))).map(uid_of)
     }
 
     /// The namespace, name and uid of every object (empty when it has
@@ -204,7 +199,7 @@ impl<K: AnyObject> CompactObjects<K> {
     }
 
     pub(crate) fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
-        self.read().contains_key(&key(namespace, name))
+        self.read().contains_key(lookup(&(namespace, name)))
     }
 
     pub(crate) fn len(&self) -> usize {

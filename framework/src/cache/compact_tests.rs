@@ -1,6 +1,7 @@
 //! Tests of the compact cache (`compact.rs`).
 
 use super::*;
+use crate::cache::key::key;
 use k8s_openapi::api::core::v1::ConfigMap;
 use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
 

@@ -14,7 +14,7 @@ use crate::object::AnyObject;
 /// A controller's store of the typed objects it is reconciling, for
 /// kube-runtime's controller to look them up in.
 pub(crate) struct Hot<K: AnyObject> {
-    writer: Mutex<Held<K>>,
+    held: Mutex<Held<K>>,
     reader: reflector::Store<K>,
     dyntype: K::DynamicType,
     /// An object of `K` with nothing set, when the type has one: taking an
@@ -72,7 +72,7 @@ impl<K: AnyObject> Hot<K> {
         let blank = serde_json::from_slice::<K>(b"{\"metadata\":{}}").ok();
         Arc::new(Hot {
             reader: writer.as_reader(),
-            writer: Mutex::new(Held {
+            held: Mutex::new(Held {
                 writer,
                 names: HashMap::new(),
             }),
@@ -89,7 +89,7 @@ impl<K: AnyObject> Hot<K> {
     /// the store lost it, which the writer's lock rules out).
     pub(crate) fn insert(&self, object: K) -> Option<Arc<K>> {
         let key = ObjectRef::from_obj_with(&object, self.dyntype.clone());
-        let mut held = lock(&self.writer);
+        let mut held = lock(&self.held);
         held.add(key.namespace.as_deref(), &key.name);
         held.writer
             .apply_watcher_event(&watcher::Event::Apply(object));
@@ -105,7 +105,7 @@ impl<K: AnyObject> Hot<K> {
         let Some(name) = meta.name.as_deref() else {
             return;
         };
-        let mut held = lock(&self.writer);
+        let mut held = lock(&self.held);
         if held.holds(meta.namespace.as_deref(), name) {
             held.writer
                 .apply_watcher_event(&watcher::Event::Apply(object.clone()));
@@ -114,7 +114,7 @@ impl<K: AnyObject> Hot<K> {
 
     /// Takes `namespace`/`name` out.
     pub(crate) fn remove(&self, namespace: Option<&str>, name: &str) {
-        let mut held = lock(&self.writer);
+        let mut held = lock(&self.held);
         if !held.holds(namespace, name) {
             return;
         }

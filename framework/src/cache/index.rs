@@ -11,7 +11,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use super::compact::Key;
+use super::key::Key;
 use super::lock;
 
 /// The keys an index gives one object.

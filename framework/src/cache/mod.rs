@@ -25,6 +25,7 @@ mod copies;
 mod error;
 mod hot;
 mod index;
+mod key;
 mod lock;
 mod projection;
 mod queue;

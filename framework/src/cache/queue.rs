@@ -75,8 +75,7 @@ use futures::Stream;
 
 use crate::Predicate;
 
-/// Namespace and name.
-type Key = (Option<String>, String);
+use super::key::Key;
 
 /// How an object came to be announced, which decides its lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use kube::{Resource, ResourceExt};
+use kube::Resource;
 
 use super::{Lane, Slots, Turn};
+use crate::cache::key::{key, lookup};
 
 impl<K: Resource> Slots<K> {
     /// The controller is starting the reconcile of `object`: whether it
@@ -18,15 +19,22 @@ impl<K: Resource> Slots<K> {
     /// only: its next turn runs ([`Turn::Again`]). `true` for an object the
     /// queue did not hand out (a requeue the controller scheduled itself).
     pub(crate) fn start(&self, object: &Arc<K>) -> bool {
-        let key = (object.namespace(), object.name_any());
+        let meta = object.meta();
+        // As `ResourceExt::name_any`, borrowed.
+        let name = meta
+            .name
+            .as_deref()
+            .or(meta.generate_name.as_deref())
+            .unwrap_or_default();
+        let parts = (meta.namespace.as_deref(), name);
         // The controller holds its copy now: its store of handed-out
         // objects lets it go (a change announced meanwhile is not copied
         // into it for nothing).
         if let Some(lazy) = &self.0.lazy {
-            (lazy.evict)(key.0.as_deref(), &key.1);
+            (lazy.evict)(parts.0, name);
         }
         let mut state = self.0.lock();
-        let Some(turn) = state.unstarted.remove(&key) else {
+        let Some(turn) = state.unstarted.remove(lookup(&parts)) else {
             return true;
         };
         if state.unstarted.is_empty() && state.fairness.ahead > 0 {
@@ -40,7 +48,7 @@ impl<K: Resource> Slots<K> {
             // At most the objects out of the queue give way at once.
             state
                 .yielded
-                .insert(key, (Some(object.clone()), Lane::Listed));
+                .insert(key(parts.0, name), (Some(object.clone()), Lane::Listed));
             return false;
         }
         true
@@ -55,11 +63,11 @@ impl<K> Slots<K> {
         if let Some(lazy) = &self.0.lazy {
             (lazy.evict)(namespace, name);
         }
-        let key = (namespace.map(str::to_owned), name.to_owned());
         let mut state = self.0.lock();
-        if !state.running.remove(&key) {
+        if !state.running.remove(lookup(&(namespace, name))) {
             return;
         }
+        let key = key(namespace, name);
         state.unstarted.remove(&key);
         let parked = state.parked.remove(&key);
         match (state.yielded.remove(&key), parked) {
@@ -88,7 +96,7 @@ impl<K> Slots<K> {
         if !(lazy.holds)(namespace, name) {
             return self.done(namespace, name);
         }
-        let key = (namespace.map(str::to_owned), name.to_owned());
+        let key = key(namespace, name);
         let mut state = self.0.lock();
         if state.closed {
             return;

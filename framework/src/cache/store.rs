@@ -20,7 +20,8 @@ use tokio::sync::watch;
 
 use kube::runtime::watcher;
 
-use super::compact::{CompactObjects, CompactWriter, Key};
+use super::compact::{CompactObjects, CompactWriter};
+use super::key::Key;
 use super::{CacheError, Indexes};
 use crate::object::AnyObject;
 

@@ -12,7 +12,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch as signal;
 
-use super::compact::Key;
+use super::key::Key;
 use super::queue::Lane;
 use super::store::Writer;
 use super::{SharedCache, Synced, lock, object_ref, streaming};

@@ -11,9 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tempfile::TempPath;
 
 use anyhow::Result;
 use concord::strategies::Verb;
@@ -32,13 +32,9 @@ use serde_json::json;
 
 const SEEN: &str = "cache.concord.dev/seen";
 
-fn yaml(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "concord-framework-cache-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path
+/// A strategy table in a temporary file, removed when the handle drops.
+fn yaml(name: &str, text: &str) -> TempPath {
+    concord_tests::yaml_file(&format!("concord-framework-cache-{name}-"), text).unwrap()
 }
 
 /// A manager whose every write goes through `strategy`.
@@ -47,7 +43,7 @@ async fn manager(client: kube::Client, strategy: &str, trim: CacheTrim) -> Manag
     // ANCHOR: trim
     Manager::builder("framework-cache-test")
         .with_client(client)
-        .with_args(ManagerArgs::new().with_config(&config))
+        .with_args(ManagerArgs::new().with_config(&*config))
         .with_signal_handling(false)
         .with_cache_trim(trim)
         // ANCHOR_END: trim

@@ -6,10 +6,10 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
+use tempfile::TempPath;
 
 use anyhow::Result;
 use concord::{
@@ -28,13 +28,9 @@ fn config_map(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
 }
 
-fn yaml(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "concord-framework-{}-{name}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&path, text).unwrap();
-    path
+/// A strategy table in a temporary file, removed when the handle drops.
+fn yaml(name: &str, text: &str) -> TempPath {
+    concord_tests::yaml_file(&format!("concord-framework-{name}-"), text).unwrap()
 }
 
 async fn manager(client: Client, args: ManagerArgs) -> Manager {
@@ -144,12 +140,12 @@ async fn controller_reconciles_objects_end_to_end() -> Result<()> {
 
 /// Runs the labeller over three ConfigMaps with `config` and returns the
 /// rendered metrics.
-async fn metrics_after_run(config: PathBuf) -> Result<String> {
+async fn metrics_after_run(config: TempPath) -> Result<String> {
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let maps: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
     let (reconciler, _, _) = labeller();
-    let mut manager = manager(env.client()?, ManagerArgs::new().with_config(config)).await;
+    let mut manager = manager(env.client()?, ManagerArgs::new().with_config(&*config)).await;
     manager
         .controller("configmaps", maps.clone(), reconciler)
         .add()?;

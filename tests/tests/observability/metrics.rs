@@ -185,11 +185,9 @@ async fn a_live_manager_exposes_the_pinned_series() -> Result<()> {
     let env = TestEnv::shared()?;
     let ns = env.namespace().await?;
     let (ca, certs) = webhooks_support::certs()?;
-    let config =
-        std::env::temp_dir().join(format!("concord-observability-{}.yaml", std::process::id()));
-    std::fs::write(&config, CONFIG)?;
+    let config = concord_tests::yaml_file("concord-observability-", CONFIG)?;
     let args = ManagerArgs::new()
-        .with_config(&config)
+        .with_config(&*config)
         .with_metrics_bind_address("127.0.0.1:0")
         .with_health_probe_bind_address("127.0.0.1:0")
         .with_webhook_server("127.0.0.1:0", certs.path())

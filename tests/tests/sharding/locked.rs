@@ -88,11 +88,10 @@ fn errors_in(metrics: &str) -> u64 {
 async fn refusal(shards: &str, strategy: &str) -> Result<(bool, String)> {
     let env = TestEnv::shared()?;
     let ns: TestNamespace = env.namespace().await?;
-    let config = std::env::temp_dir().join(format!(
-        "concord-shard-refused-{}-{strategy}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&config, format!("strategies:\n  default: {strategy}\n"))?;
+    let config = concord_tests::yaml_file(
+        &format!("concord-shard-refused-{strategy}-"),
+        &format!("strategies:\n  default: {strategy}\n"),
+    )?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_shard-replica"))
         .arg("--kubeconfig")
         .arg(env.kubeconfig_path())
@@ -142,11 +141,10 @@ async fn run(shards: &str, strategy: &str) -> Result<Outcome> {
     for result in created {
         result?;
     }
-    let config = std::env::temp_dir().join(format!(
-        "concord-shard-{strategy}-{}.yaml",
-        std::process::id()
-    ));
-    std::fs::write(&config, format!("strategies:\n  default: {strategy}\n"))?;
+    let config = concord_tests::yaml_file(
+        &format!("concord-shard-{strategy}-"),
+        &format!("strategies:\n  default: {strategy}\n"),
+    )?;
     let mut replicas = Vec::new();
     for _ in 0..3 {
         replicas.push(spawn(env, ns.name(), shards, &config)?);
