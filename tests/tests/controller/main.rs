@@ -16,4 +16,5 @@ mod dynamic;
 mod first_week;
 mod fresh;
 mod mapped;
+mod policies;
 mod queue;
