@@ -2,7 +2,7 @@
 //! namespace and running every contender on them in an order rotated per
 //! round, the pods reset to their creation state between contenders.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,14 +22,9 @@ use crate::{
     setup, svg, usage, verify,
 };
 
-/// The longest the writes of one contender may take.
-const WRITE_PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
-/// The longest the cache may take to see every created pod.
-const CACHE_TIMEOUT: Duration = Duration::from_secs(300);
-
 #[path = "run_phase.rs"]
 mod phase;
-use phase::{ours, through_manager};
+use phase::{Setting, ours, through_manager};
 
 /// What a run produced.
 #[derive(Clone, Debug)]
@@ -41,21 +36,6 @@ pub struct BenchOutcome {
     /// The client's peak resident set size in KiB over the whole run,
     /// where measurable.
     pub peak_rss_kib: Option<u64>,
-}
-
-/// Where the contenders of a round run, shared by every `run_one`.
-struct Setting<'a> {
-    args: &'a Args,
-    /// The client of our contenders (setup and checks too), its body bytes
-    /// counted in `wire`.
-    client: Client,
-    wire: Arc<WireBytes>,
-    /// The API server's process, when known.
-    server_pid: Option<u32>,
-    foreign_client: Client,
-    kubeconfig: PathBuf,
-    peer: Option<PathBuf>,
-    progress: Progress,
 }
 
 /// Run the benchmark `args` describe: connect (or start the embedded

@@ -1,20 +1,44 @@
 //! A contender's timed write phase, in this process: the clocks and
 //! counters it is measured by, read when the phase starts and when its
-//! last write is made, for a direct writer and for a `Manager`.
+//! last write is made, for a direct writer and for a `Manager`; and the
+//! setting every contender of a round runs in.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
+use kube::Client;
 
-use super::{CACHE_TIMEOUT, Setting, WRITE_PHASE_TIMEOUT};
 use crate::cache::Cache;
 use crate::controller::{self, Crew};
 use crate::foreign::Inline;
+use crate::progress::Progress;
 use crate::results::RoundFigures;
 use crate::scenarios::Workload;
 use crate::send::Sender;
-use crate::wire::Bytesum;
-use crate::{Contender, manager, usage};
+use crate::wire::{Bytesum, WireBytes};
+use crate::{Args, Contender, manager, usage};
+
+/// The longest the writes of one contender may take.
+const WRITE_PHASE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// The longest the cache may take to see every created pod.
+const CACHE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Where the contenders of a round run, shared by every `run_one`.
+pub(super) struct Setting<'a> {
+    pub(super) args: &'a Args,
+    /// The client of our contenders (setup and checks too), its body bytes
+    /// counted in `wire`.
+    pub(super) client: Client,
+    pub(super) wire: Arc<WireBytes>,
+    /// The API server's process, when known.
+    pub(super) server_pid: Option<u32>,
+    pub(super) foreign_client: Client,
+    pub(super) kubeconfig: PathBuf,
+    pub(super) peer: Option<PathBuf>,
+    pub(super) progress: Progress,
+}
 
 /// The write phase of a contender running in this process.
 pub(super) async fn ours(
