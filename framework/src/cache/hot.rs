@@ -2,12 +2,13 @@
 //! compact cache (see `compact.rs`): kube-runtime's controller looks each
 //! object up in a store of typed objects when it starts its reconcile.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 
+use super::key::{Key, lookup};
 use super::lock;
 use crate::object::AnyObject;
 
@@ -23,40 +24,19 @@ pub(crate) struct Hot<K: AnyObject> {
     blank: Option<K>,
 }
 
-/// The store's writer, and the names it holds: the cache's every watch
-/// event asks whether its object is held, and most are not; the names
-/// answer without building a key (kube-runtime's store clones a missed
-/// namespaced key to try it cluster-wide).
+/// The store's writer, and the keys it holds: the cache's every watch
+/// event asks whether its object is held, and most are not; the keys
+/// answer with the borrowed namespace and name (kube-runtime's store would
+/// need an `ObjectRef` built, and clones a missed namespaced one to try it
+/// cluster-wide).
 struct Held<K: AnyObject> {
     writer: reflector::store::Writer<K>,
-    /// Each name held, with the namespaces it is held in.
-    names: HashMap<String, Vec<Option<String>>>,
+    keys: HashSet<Key>,
 }
 
 impl<K: AnyObject> Held<K> {
     fn holds(&self, namespace: Option<&str>, name: &str) -> bool {
-        self.names
-            .get(name)
-            .is_some_and(|n| n.iter().any(|ns| ns.as_deref() == namespace))
-    }
-
-    fn add(&mut self, namespace: Option<&str>, name: &str) {
-        if self.holds(namespace, name) {
-            return;
-        }
-        self.names
-            .entry(name.to_owned())
-            .or_default()
-            .push(namespace.map(str::to_owned));
-    }
-
-    fn forget(&mut self, namespace: Option<&str>, name: &str) {
-        if let Some(namespaces) = self.names.get_mut(name) {
-            namespaces.retain(|ns| ns.as_deref() != namespace);
-            if namespaces.is_empty() {
-                self.names.remove(name);
-            }
-        }
+        self.keys.contains(lookup(&(namespace, name)))
     }
 }
 
@@ -74,7 +54,7 @@ impl<K: AnyObject> Hot<K> {
             reader: writer.as_reader(),
             held: Mutex::new(Held {
                 writer,
-                names: HashMap::new(),
+                keys: HashSet::new(),
             }),
             dyntype,
             blank,
@@ -90,7 +70,7 @@ impl<K: AnyObject> Hot<K> {
     pub(crate) fn insert(&self, object: K) -> Option<Arc<K>> {
         let key = ObjectRef::from_obj_with(&object, self.dyntype.clone());
         let mut held = lock(&self.held);
-        held.add(key.namespace.as_deref(), &key.name);
+        held.keys.insert((key.namespace.clone(), key.name.clone()));
         held.writer
             .apply_watcher_event(&watcher::Event::Apply(object));
         // Read under the lock: nothing removes it in between.
@@ -118,7 +98,7 @@ impl<K: AnyObject> Hot<K> {
         if !held.holds(namespace, name) {
             return;
         }
-        held.forget(namespace, name);
+        held.keys.remove(lookup(&(namespace, name)));
         let named = match &self.blank {
             Some(blank) => {
                 let mut named = blank.clone();
