@@ -14,7 +14,6 @@ use concord::{
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta};
 use kube::core::PartialObjectMeta;
-use kube::runtime::watcher;
 use kube::{CustomResource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -282,7 +281,7 @@ pub fn add_controller(
     let shards: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client, namespace);
     manager
         .controller("widgets", widgets, WidgetReconciler)
-        .customize(move |controller| controller.owns(shards, watcher::Config::default()))
+        .owns(shards)
         .add()
 }
 // ANCHOR_END: add_controller

@@ -5,16 +5,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use futures::StreamExt;
-use kube::runtime::controller::{Action, Config, Controller, Error as ControllerError};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
-use crate::cache::{Fairness, SharedCache, Slots};
+use crate::cache::{Fairness, SharedCache};
+use crate::runner::Runner;
 use crate::metrics::ReconcileCounters;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
-use crate::{Context, Predicate, Reconciler, cache::Store, object::AnyObject};
+use crate::{Action, Context, Predicate, Reconciler, cache::Store, object::AnyObject};
 
 /// Reconciles one controller runs at once unless its builder's
 /// `with_concurrency(n)` says otherwise (0 for no limit). kube-runtime's default is no limit, under which an
@@ -282,102 +282,52 @@ pub(crate) fn pending<K, R>(
     predicate: Option<Predicate<K>>,
     concurrency: u16,
     triggers: Vec<Trigger<K>>,
-    customize: Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>,
 ) -> Task
 where
     K: AnyObject,
     R: Reconciler<K>,
 {
     // Subscribed now, before the manager starts the shared watch, so the
-    // controller sees every object from the first list on. kube-runtime's
-    // scheduler reads its input eagerly and takes from it in no set order,
-    // so the queue keeps the order by handing out an object only when a
-    // slot is free (and one batch ahead, which it learns has started from
-    // the reconcile calls), and learns of each freed slot from the results
-    // below.
-    let slots = usize::from(concurrency);
-    let (objects, lookups) =
-        cache.subscribe(predicate, Fairness::with_slots(slots).with_ahead(slots));
-    let starts = objects.slots();
-    let slots = objects.slots();
+    // controller sees every object from the first list on. The queue
+    // hands out no more objects at once than the concurrency.
+    let objects = cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let controller =
-            Controller::for_shared_stream_with(objects, lookups, cache.dyntype().clone())
-                .with_config(Config::default().concurrency(concurrency));
         let api = cache.api().clone();
-        shared.attempts.watch_store(cache.store());
-        // A mapped object goes through the same lookup as a requeue: in a
-        // compact cache, one the queue has not handed out comes back as
-        // missing and is queued, so the queue's bound holds.
-        let controller = if triggers.is_empty() {
-            controller
-        } else {
-            controller.reconcile_on(futures::stream::select_all(triggers))
-        };
-        let controller = customize(controller);
-        let controller = shard::attach(
+        let store = cache.store();
+        shared.attempts.watch_store(store.clone());
+        let sharded = shard::attach(
             shared.shard.as_ref(),
             &api,
             cache.dyntype(),
             cache.store(),
-            controller,
         );
-        let name = shared.name.clone();
-        Box::pin(async move {
-            let stop = async move {
-                let _ = shutdown.wait_for(|stop| *stop).await;
-            };
-            controller
-                .graceful_shutdown_on(stop)
-                .run(
-                    move |object, shared| {
-                        if starts.start(&object) {
-                            futures::future::Either::Left(reconcile::<K, R>(object, shared))
-                        } else {
-                            // Gave way to a changed object: queued again.
-                            futures::future::Either::Right(futures::future::ready(Ok(
-                                Action::await_change(),
-                            )))
-                        }
-                    },
-                    error_policy::<K, R>,
-                    shared,
-                )
-                .for_each(|result| {
-                    free_slot(&slots, &result);
-                    if let Err(error) = result {
-                        // The chain is written only when the line is: an
-                        // object the queue had not handed out yet comes
-                        // back here as not found on every mapped trigger.
-                        tracing::debug!(controller = %name, error = %crate::error::chain(&error), "controller event");
+        let triggers: Vec<Trigger<K>> = triggers.into_iter().chain(sharded).collect();
+        let triggers = (!triggers.is_empty()).then(|| futures::stream::select_all(triggers).boxed());
+        let dyntype = cache.dyntype().clone();
+        let runner = Runner {
+            objects,
+            triggers,
+            load: move |namespace: Option<&str>, name: &str| {
+                store.get(&crate::cache::object_ref(namespace, name, &dyntype))
+            },
+            reconcile: move |object: Arc<K>| {
+                let shared = shared.clone();
+                async move {
+                    match reconcile::<K, R>(object.clone(), shared.clone()).await {
+                        Ok(action) => action,
+                        Err(error) => error_policy(object, &error, shared),
                     }
-                    futures::future::ready(())
+                }
+            },
+        };
+        Box::pin(async move {
+            runner
+                .run(async move {
+                    let _ = shutdown.wait_for(|stop| *stop).await;
                 })
                 .await;
         })
     })
-}
-
-/// Frees the queue slot of the object a controller result is about: a
-/// reconcile that ended either way, or one the controller's store did not
-/// hold (deleted, or in a compact cache one the queue did not hand out:
-/// queued again then).
-fn free_slot<K, E, Q>(
-    slots: &Slots<K>,
-    result: &Result<(ObjectRef<K>, Action), ControllerError<E, Q>>,
-) where
-    K: AnyObject,
-{
-    match result {
-        Ok((object, _)) => slots.done(object.namespace.as_deref(), &object.name),
-        Err(ControllerError::ReconcilerFailed(_, object)) => {
-            slots.done(object.namespace.as_deref(), &object.name);
-        }
-        Err(ControllerError::ObjectNotFound(object)) => {
-            slots.missing(object.namespace.as_deref(), &object.name);
-        }
-        Err(_) => {}
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::runtime::controller::Action;
+use crate::Action;
 
 use crate::{Context, object::AnyObject};
 

@@ -61,6 +61,7 @@ mod own_writes;
 mod predicate;
 pub mod rbac;
 mod reconciler;
+mod runner;
 mod secure;
 mod selector;
 mod serve;
@@ -87,12 +88,11 @@ pub use object::Object;
 #[doc(inline)]
 pub use predicate::Predicate;
 #[doc(inline)]
-pub use reconciler::Reconciler;
+pub use reconciler::{Action, Reconciler};
 
 pub use async_trait::async_trait;
 pub use concord_featuregates as featuregates;
 pub use concord_strategies as strategies;
 pub use concord_strategies::{Condition, Error as WriteError, Intent, Mutation};
 pub use kube;
-pub use kube::runtime::controller::Action;
 pub use kube::runtime::events::EventType;

@@ -1,8 +1,45 @@
 use std::sync::Arc;
-
-use kube::runtime::controller::Action;
+use std::time::Duration;
 
 use crate::Context;
+
+/// What a reconcile asks of its controller once it has run: to be run
+/// again after a while, or only when something it watches changes.
+///
+/// The constructors are kube-rs's (`Action::requeue`,
+/// `Action::await_change`); unlike kube-rs's, the requeue is readable
+/// ([`requeue_after`](Self::requeue_after)), which an error policy or a
+/// test may want to check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Action {
+    requeue_after: Option<Duration>,
+}
+
+impl Action {
+    /// Run the reconcile again after `duration`, even if nothing changes
+    /// (sooner if something does).
+    #[must_use]
+    pub const fn requeue(duration: Duration) -> Self {
+        Action {
+            requeue_after: Some(duration),
+        }
+    }
+
+    /// Run the reconcile again only when the object, or something mapped
+    /// to it, changes.
+    #[must_use]
+    pub const fn await_change() -> Self {
+        Action {
+            requeue_after: None,
+        }
+    }
+
+    /// When the reconcile is to run again without a change: `None` for
+    /// [`await_change`](Self::await_change).
+    pub const fn requeue_after(&self) -> Option<Duration> {
+        self.requeue_after
+    }
+}
 
 /// The operator author's logic for one resource type.
 ///

@@ -21,7 +21,6 @@ use concord::{
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::Config;
 use kube::{Client, ResourceExt};
 
 use concord_examples::kueue::PodPhase;
@@ -259,7 +258,7 @@ where
     let concurrency = args.concurrency;
     manager
         .controller("memory-bench", api, reconciler)
-        .customize(move |c| c.with_config(Config::default().concurrency(concurrency)))
+        .with_concurrency(concurrency)
         .add()?;
     let store = manager
         .context::<K>()

@@ -8,18 +8,12 @@
 //! [`Context::cached`](crate::Context::cached), a re-read after a `409`)
 //! decodes a fresh copy.
 //!
-//! kube-runtime's controller looks each object up in a store of typed
-//! objects when it runs a reconcile. A compact cache gives each controller
-//! a small one of its own (`hot.rs`): the object goes in when the queue
-//! hands it to the controller (decoded from the cache then) and leaves
-//! when its reconcile starts (the reconcile holds its copy from then
-//! on). A reconcile the controller starts without the
-//! queue (a requeue it scheduled, an owned object's change, a shard
-//! handover) finds nothing there; the controller reports the object
-//! missing, and the queue takes it again from the cache
-//! ([`Slots::missing`](super::Slots::missing)): it runs a moment later,
-//! never lost. So a controller holds typed copies of at most the objects
-//! handed to it or being reconciled, whatever the cache holds.
+//! A controller is handed a decoded copy when the queue gives it the
+//! object (`queue.rs`, [`Lazy`](super::queue::Lazy)) and holds it for its
+//! reconcile only; a requeue, an owned object's change or a shard
+//! handover goes through the queue as a key, decoded when its turn
+//! comes. So a controller holds typed copies of at most the objects it is
+//! reconciling, whatever the cache holds.
 
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;

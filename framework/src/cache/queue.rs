@@ -87,31 +87,11 @@ pub(crate) enum Lane {
     Changed,
 }
 
-/// How a taken object got its turn, which decides whether it gives way
-/// to a changed object when it comes to start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Turn {
-    /// From the changed lane.
-    Changed,
-    /// From the listed lane, no changed object waiting: gives way to one
-    /// that is first in line when it starts.
-    Listed,
-    /// From the listed lane ahead of waiting changed objects, by aging:
-    /// never gives way, or aging would not bound the listed lane's wait.
-    Aged,
-    /// From the listed lane, after giving way once: never gives way
-    /// again.
-    Again,
-}
-
 /// How the queue shares the controller's slots between its lanes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Fairness {
     /// Objects out of the queue at once; 0 for no limit.
     pub(crate) slots: usize,
-    /// Objects handed out beyond `slots` for the controller to hold ready
-    /// (0: one object per free slot).
-    pub(crate) ahead: usize,
     /// Changed objects taken in a row while listed ones wait, before a
     /// listed one is taken.
     pub(crate) max_passes: u32,
@@ -126,21 +106,13 @@ impl Fairness {
     /// And at least one take every 2 s.
     pub(crate) const MAX_WAIT: Duration = Duration::from_secs(2);
 
-    /// `slots` at once, none handed out ahead, with the default aging
-    /// bounds.
+    /// `slots` at once, with the default aging bounds.
     pub(crate) fn with_slots(slots: usize) -> Self {
         Fairness {
             slots,
-            ahead: 0,
             max_passes: Self::MAX_PASSES,
             max_wait: Self::MAX_WAIT,
         }
-    }
-
-    /// Hands out batches of up to `ahead` objects beyond the free slots.
-    #[must_use]
-    pub(crate) fn with_ahead(self, ahead: usize) -> Self {
-        Fairness { ahead, ..self }
     }
 }
 
@@ -151,8 +123,6 @@ struct Waiting<K> {
     /// Which push of this key into a lane is current; older entries of
     /// the key in a lane are skipped when they come up.
     ticket: u64,
-    /// It gave way to a changed object once: its next turn runs.
-    gave_way: bool,
 }
 
 struct State<K> {
@@ -164,14 +134,6 @@ struct State<K> {
     listed_len: usize,
     /// Taken and not yet done.
     running: HashSet<Key>,
-    /// Taken and not yet started, with how each got its turn.
-    unstarted: HashMap<Key, Turn>,
-    /// A batch ahead is being handed out: set once everything handed out
-    /// has started, cleared when the batch is full or nothing waits.
-    filling: bool,
-    /// Gave way to a changed object when it came to start: queued again
-    /// at the front of its lane when its skipped reconcile is done.
-    yielded: HashMap<Key, (Option<Arc<K>>, Lane)>,
     /// Announced while running: queued when done, in the lane held here
     /// (without a copy in a lazy queue).
     parked: HashMap<Key, (Option<Arc<K>>, Lane)>,
@@ -206,21 +168,34 @@ impl<K> State<K> {
             .is_some_and(|w| w.ticket == ticket && w.lane == lane)
     }
 
-    /// Queues `object` under `key` at the back of `lane`.
-    fn push(&mut self, key: Key, object: Option<Arc<K>>, lane: Lane) {
-        self.push_at(key, object, lane, false, false);
+    /// Offers `object` under `key` in `lane`, if the predicate `passes`
+    /// it: held aside while it runs (queued when done), refreshing a copy
+    /// already waiting (moved to the changed lane if that is `lane`), or
+    /// queued. A copy already held aside or waiting is refreshed even if
+    /// the predicate refuses this one.
+    fn offer(&mut self, key: Key, object: Option<Arc<K>>, lane: Lane, passes: bool) {
+        if let Some(parked) = self.parked.get_mut(&key) {
+            parked.0 = object;
+            parked.1 = parked.1.max(lane);
+            return;
+        }
+        if self.running.contains(&key) {
+            if passes {
+                self.parked.insert(key, (object, lane));
+            }
+            return;
+        }
+        match self.waiting.get_mut(&key) {
+            Some(waiting) if waiting.lane >= lane => waiting.object = object,
+            Some(_) => self.push(key, object, lane),
+            None if passes => self.push(key, object, lane),
+            None => return,
+        }
+        self.wake();
     }
 
-    /// Queues `object` under `key` at the front of `lane` if `front`, at
-    /// the back otherwise; `gave_way` if it gave way once already.
-    fn push_at(
-        &mut self,
-        key: Key,
-        object: Option<Arc<K>>,
-        lane: Lane,
-        front: bool,
-        gave_way: bool,
-    ) {
+    /// Queues `object` under `key` at the back of `lane`.
+    fn push(&mut self, key: Key, object: Option<Arc<K>>, lane: Lane) {
         if lane == Lane::Listed && self.listed_is_empty() {
             self.passes = 0;
             self.passed_since = None;
@@ -231,18 +206,13 @@ impl<K> State<K> {
             Lane::Changed => &mut self.changed,
             Lane::Listed => &mut self.listed,
         };
-        if front {
-            queue.push_front((key.clone(), ticket));
-        } else {
-            queue.push_back((key.clone(), ticket));
-        }
+        queue.push_back((key.clone(), ticket));
         let replaced = self.waiting.insert(
             key,
             Waiting {
                 object,
                 lane,
                 ticket,
-                gave_way,
             },
         );
         if replaced.is_some_and(|w| w.lane == Lane::Listed) {
@@ -254,8 +224,8 @@ impl<K> State<K> {
     }
 
     /// The head of `lane`, removed from the queue (without a copy in a
-    /// lazy queue), and whether it gave way once already.
-    fn pop(&mut self, lane: Lane) -> Option<(Key, Option<Arc<K>>, bool)> {
+    /// lazy queue).
+    fn pop(&mut self, lane: Lane) -> Option<(Key, Option<Arc<K>>)> {
         loop {
             let (key, ticket) = match lane {
                 Lane::Changed => self.changed.pop_front()?,
@@ -267,7 +237,7 @@ impl<K> State<K> {
                     self.listed_len -= 1;
                 }
                 // Filled, or lazy: nothing is taken while `unfilled`.
-                return Some((key, waiting.object, waiting.gave_way));
+                return Some((key, waiting.object));
             }
         }
     }
@@ -281,52 +251,28 @@ impl<K> State<K> {
                 .is_some_and(|since| since.elapsed() >= self.fairness.max_wait)
     }
 
-    /// Whether a changed object, waiting or handed out and not yet
-    /// started, goes before the listed lane.
-    fn changed_first(&self) -> bool {
-        let changed_waits = self.waiting.len() > self.listed_len;
-        let changed_out = self.unstarted.values().any(|turn| *turn == Turn::Changed);
-        (changed_waits || changed_out) && !self.listed_aged()
-    }
-
     /// Whether the controller may be handed another object: a slot is
-    /// free, or a batch ahead is open (everything handed out before it had
-    /// started) and not yet full.
-    fn has_room(&mut self) -> bool {
+    /// free.
+    fn has_room(&self) -> bool {
         let slots = self.fairness.slots;
-        let out = self.running.len();
-        if slots == 0 || out < slots {
-            return true;
-        }
-        if self.unstarted.is_empty() {
-            self.filling = true;
-        }
-        if out >= slots + self.fairness.ahead {
-            self.filling = false;
-        }
-        self.filling
+        slots == 0 || self.running.len() < slots
     }
 
-    /// The next object by lane and aging, with how it got its turn.
-    fn take(&mut self) -> Option<(Key, Option<Arc<K>>, Turn)> {
+    /// The next object by lane and aging.
+    fn take(&mut self) -> Option<(Key, Option<Arc<K>>)> {
         let listed_waits = !self.listed_is_empty();
         let aged = listed_waits && self.listed_aged();
-        if !aged && let Some((key, object, _)) = self.pop(Lane::Changed) {
+        if !aged && let Some(taken) = self.pop(Lane::Changed) {
             if listed_waits {
                 self.passes = self.passes.saturating_add(1);
                 self.passed_since.get_or_insert_with(Instant::now);
             }
-            return Some((key, object, Turn::Changed));
+            return Some(taken);
         }
-        let (key, object, gave_way) = self.pop(Lane::Listed)?;
+        let taken = self.pop(Lane::Listed)?;
         self.passes = 0;
         self.passed_since = None;
-        let turn = match (aged, gave_way) {
-            (true, _) => Turn::Aged,
-            (false, true) => Turn::Again,
-            (false, false) => Turn::Listed,
-        };
-        Some((key, object, turn))
+        Some(taken)
     }
 }
 
@@ -341,16 +287,9 @@ type ByKey<T> = Box<dyn Fn(Option<&str>, &str) -> T + Send + Sync>;
 /// What a compact cache's queue is given to hand out objects it holds by
 /// key.
 pub(crate) struct Lazy<K> {
-    /// The copy to hand out, put in the controller's store; `None` for
-    /// an object the cache no longer holds.
+    /// The copy to hand out, decoded; `None` for an object the cache no
+    /// longer holds.
     pub(crate) load: ByKey<Option<Arc<K>>>,
-    /// Puts a copy the queue kept (an object that gave way, handed out
-    /// again) back in the controller's store if the cache still holds
-    /// that version (else as `load`), and returns the store's copy.
-    pub(crate) hold: Box<dyn Fn(Arc<K>) -> Option<Arc<K>> + Send + Sync>,
-    /// Takes the object out of the controller's store: its reconcile
-    /// ended.
-    pub(crate) evict: ByKey<()>,
     /// Whether the cache holds the object.
     pub(crate) holds: ByKey<bool>,
 }
@@ -368,7 +307,7 @@ pub(crate) struct Announcer<K> {
 }
 
 /// The controller's end: a stream of the newest copy of each announced
-/// object, one per free slot and a batch ahead of them.
+/// object, one per free slot.
 pub(crate) struct Announced<K>(Arc<Shared<K>>);
 
 /// The controller's report that it finished with an object it took,
@@ -401,9 +340,6 @@ pub(crate) fn queue_with<K>(
             waiting: HashMap::new(),
             listed_len: 0,
             running: HashSet::new(),
-            unstarted: HashMap::new(),
-            filling: false,
-            yielded: HashMap::new(),
             parked: HashMap::new(),
             next_ticket: 0,
             passes: 0,
@@ -438,24 +374,20 @@ impl<K> Stream for Announced<K> {
             if !state.has_room() || state.unfilled {
                 break;
             }
-            let Some((key, object, turn)) = state.take() else {
-                state.filling = false;
+            let Some((key, object)) = state.take() else {
                 break;
             };
+            // A lazy queue holds keys: decoded now.
             let object = match (object, &self.0.lazy) {
-                // A copy a lazy queue kept (one that gave way) goes back
-                // into the controller's store.
-                (Some(object), Some(lazy)) => (lazy.hold)(object),
-                (Some(object), None) => Some(object),
+                (Some(object), _) => Some(object),
                 (None, Some(lazy)) => (lazy.load)(key.0.as_deref(), &key.1),
                 (None, None) => None,
             };
             // `None`: deleted before its turn.
             let Some(object) = object else { continue };
-            if state.fairness.slots > 0 {
-                state.running.insert(key.clone());
-                state.unstarted.insert(key, turn);
-            }
+            // Tracked with no limit too: an object is never handed out
+            // while it runs.
+            state.running.insert(key);
             return Poll::Ready(Some(object));
         }
         state.waker = Some(cx.waker().clone());
@@ -472,7 +404,6 @@ impl<K> Drop for Announced<K> {
         state.waiting.clear();
         state.listed_len = 0;
         state.parked.clear();
-        state.yielded.clear();
     }
 }
 

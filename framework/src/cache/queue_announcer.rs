@@ -30,24 +30,7 @@ impl<K: Resource + 'static> Announcer<K> {
         }
         let key = (object.namespace(), object.name_any());
         let object = self.shared.lazy.is_none().then_some(object);
-        if let Some(parked) = state.parked.get_mut(&key) {
-            parked.0 = object;
-            parked.1 = parked.1.max(lane);
-            return true;
-        }
-        if state.running.contains(&key) {
-            if passes {
-                state.parked.insert(key, (object, lane));
-            }
-            return true;
-        }
-        match state.waiting.get_mut(&key) {
-            Some(waiting) if waiting.lane >= lane => waiting.object = object,
-            Some(_) => state.push(key, object, lane),
-            None if passes => state.push(key, object, lane),
-            None => return true,
-        }
-        state.wake();
+        state.offer(key, object, lane, passes);
         true
     }
 

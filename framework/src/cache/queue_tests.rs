@@ -1,5 +1,5 @@
-//! The queue's unit tests: lane order, aging, coalescing and slots;
-//! handing out ahead in `queue_ahead_tests.rs`.
+//! The queue's unit tests: lane order, aging, coalescing, slots and
+//! objects asked for again.
 
 use super::*;
 use futures::{FutureExt, StreamExt};
@@ -45,6 +45,7 @@ fn keeps_one_newest_copy_per_object_in_first_announced_order() {
     }
     assert_eq!(announcer.waiting(), 2);
     assert_eq!(next(&mut announced).as_deref(), Some("a@1000"));
+    announced.slots().done(Some("default"), "a");
     announcer.announce(None, config_map("a", "1001"), Changed);
     assert_eq!(next(&mut announced).as_deref(), Some("b@1000"));
     assert_eq!(next(&mut announced).as_deref(), Some("a@1001"));
@@ -65,7 +66,6 @@ fn changed_objects_are_taken_before_listed_ones() {
 fn the_listed_lane_is_taken_after_max_passes_changed_objects() {
     let fairness = Fairness {
         slots: 0,
-        ahead: 0,
         max_passes: 2,
         max_wait: Duration::from_secs(3600),
     };
@@ -86,7 +86,6 @@ fn the_listed_lane_is_taken_after_max_passes_changed_objects() {
 fn the_listed_lane_is_taken_once_it_waited_max_wait() {
     let fairness = Fairness {
         slots: 0,
-        ahead: 0,
         max_passes: u32::MAX,
         max_wait: Duration::from_millis(20),
     };
@@ -205,7 +204,6 @@ fn an_announcement_and_a_freed_slot_wake_a_waiting_controller() {
 fn waiting_for_a_free_slot_does_not_age_the_listed_lane() {
     let fairness = Fairness {
         slots: 1,
-        ahead: 0,
         max_passes: u32::MAX,
         max_wait: Duration::from_millis(20),
     };
@@ -257,6 +255,7 @@ fn a_first_list_is_handed_out_as_the_stores_copies_once_it_is_in() {
         );
     }
     assert_eq!(announcer.waiting(), 0);
+    announced.slots().done(Some("default"), "a");
     announcer.announce(None, config_map("a", "2"), Changed);
     assert_eq!(
         next(&mut announced).as_deref(),
@@ -265,58 +264,26 @@ fn a_first_list_is_handed_out_as_the_stores_copies_once_it_is_in() {
     );
 }
 
-/// A lazy queue over `cache` (name → version), recording what it loads
-/// and evicts.
+/// A lazy queue over `cache` (name → version).
 fn lazy_queue(
     cache: &Arc<Mutex<HashMap<String, String>>>,
-    evicted: &Arc<Mutex<Vec<String>>>,
     slots: usize,
 ) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    lazy_queue_logged(cache, evicted, &log, Fairness::with_slots(slots))
-}
-
-/// [`lazy_queue`] with `fairness`, logging each copy it puts in the
-/// controller's store as `load name` (decoded from the cache) or `hold
-/// name@version` (a copy the queue kept, while the cache holds that
-/// version).
-fn lazy_queue_logged(
-    cache: &Arc<Mutex<HashMap<String, String>>>,
-    evicted: &Arc<Mutex<Vec<String>>>,
-    log: &Arc<Mutex<Vec<String>>>,
-    fairness: Fairness,
-) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
-    let (loaded, held, kept, evicted) =
-        (cache.clone(), cache.clone(), cache.clone(), evicted.clone());
-    let (loads, holds) = (log.clone(), log.clone());
+    let (loaded, held) = (cache.clone(), cache.clone());
     let lazy = Lazy {
         load: Box::new(move |_, name| {
-            loads.lock().unwrap().push(format!("load {name}"));
             let version = loaded.lock().unwrap().get(name).cloned()?;
             Some(config_map(name, &version))
         }),
-        hold: Box::new(move |copy| {
-            let name = copy.name_any();
-            let cached = kept.lock().unwrap().get(&name).cloned()?;
-            let version = copy.resource_version().unwrap_or_default();
-            if cached != version {
-                holds.lock().unwrap().push(format!("load {name}"));
-                return Some(config_map(&name, &cached));
-            }
-            holds.lock().unwrap().push(format!("hold {name}@{version}"));
-            Some(copy)
-        }),
-        evict: Box::new(move |_, name| evicted.lock().unwrap().push(name.to_owned())),
         holds: Box::new(move |_, name| held.lock().unwrap().contains_key(name)),
     };
-    queue_with(None, fairness, Some(lazy))
+    queue_with(None, Fairness::with_slots(slots), Some(lazy))
 }
 
 #[test]
 fn a_lazy_queue_hands_out_the_cache_copy_at_its_turn_and_skips_the_deleted() {
     let cache = Arc::new(Mutex::new(HashMap::new()));
-    let evicted = Arc::new(Mutex::new(Vec::new()));
-    let (announcer, mut announced) = lazy_queue(&cache, &evicted, 0);
+    let (announcer, mut announced) = lazy_queue(&cache, 0);
     for (name, version) in [("a", "1"), ("b", "1"), ("c", "1")] {
         cache
             .lock()
@@ -341,42 +308,45 @@ fn a_lazy_queue_hands_out_the_cache_copy_at_its_turn_and_skips_the_deleted() {
 }
 
 #[test]
-fn a_lazy_queue_takes_back_what_its_controller_found_missing() {
+fn an_object_asked_for_again_is_queued_once_and_never_while_it_runs() {
     let cache = Arc::new(Mutex::new(HashMap::from([(
         "a".to_owned(),
         "1".to_owned(),
     )])));
-    let evicted = Arc::new(Mutex::new(Vec::new()));
-    let (announcer, mut announced) = lazy_queue(&cache, &evicted, 1);
+    let (announcer, mut announced) = lazy_queue(&cache, 2);
     let slots = announced.slots();
     announcer.announce(None, config_map("a", "1"), Changed);
     assert_eq!(next(&mut announced).as_deref(), Some("a@1"));
-    slots.done(Some("default"), "a");
-    assert_eq!(
-        *evicted.lock().unwrap(),
-        ["a"],
-        "its reconcile ended: out of the controller's store"
-    );
-    // A requeue the controller scheduled itself finds `a` missing from
-    // its store: the queue takes it again, from the cache.
+    // Asked for again (a requeue, a trigger) while it runs: held aside,
+    // once, and decoded from the cache when its turn comes.
     cache.lock().unwrap().insert("a".into(), "2".into());
-    slots.missing(Some("default"), "a");
+    slots.again(Some("default"), "a", || unreachable!("a lazy queue loads it itself"));
+    slots.again(Some("default"), "a", || unreachable!());
+    assert_eq!(next(&mut announced), None, "never twice at once");
+    slots.done(Some("default"), "a");
     assert_eq!(next(&mut announced).as_deref(), Some("a@2"));
-    // Missing while it was handed out (evicted by a stray result): its
-    // slot is freed and it is queued again, never stuck.
-    slots.missing(Some("default"), "a");
-    assert_eq!(next(&mut announced).as_deref(), Some("a@2"));
-    // Missing and deleted from the cache: nothing to reconcile, slot freed.
+    slots.done(Some("default"), "a");
+    assert_eq!(next(&mut announced), None, "once, not twice");
+    // Asked for again once deleted from the cache: nothing to reconcile.
     cache.lock().unwrap().remove("a");
-    slots.missing(Some("default"), "a");
+    slots.again(Some("default"), "a", || unreachable!());
     assert_eq!(next(&mut announced), None);
+    // A waiting copy is coalesced with a trigger, and a listed object
+    // named by one moves to the changed lane.
     cache.lock().unwrap().insert("b".into(), "1".into());
-    announcer.announce(None, config_map("b", "1"), Changed);
-    assert_eq!(
-        next(&mut announced).as_deref(),
-        Some("b@1"),
-        "the one slot is free"
-    );
+    cache.lock().unwrap().insert("c".into(), "1".into());
+    announcer.announce(None, config_map("b", "1"), Listed);
+    announcer.announce(None, config_map("c", "1"), Listed);
+    slots.again(Some("default"), "c", || unreachable!());
+    assert_eq!(drain(&mut announced), ["c", "b"]);
+
+    // A queue of copies is given the copy to hand out; none, none queued.
+    let (_announcer, mut announced) = queue(None, Fairness::with_slots(1));
+    let slots = announced.slots();
+    slots.again(Some("default"), "gone", || None);
+    assert_eq!(next(&mut announced), None);
+    slots.again(Some("default"), "d", || Some(config_map("d", "3")));
+    assert_eq!(next(&mut announced).as_deref(), Some("d@3"));
 }
 
 #[test]
@@ -385,8 +355,7 @@ fn a_lazy_queue_holds_no_copy() {
         "a".to_owned(),
         "1".to_owned(),
     )])));
-    let evicted = Arc::new(Mutex::new(Vec::new()));
-    let (announcer, announced) = lazy_queue(&cache, &evicted, 1);
+    let (announcer, announced) = lazy_queue(&cache, 1);
     let object = config_map("a", "1");
     announcer.announce(None, object.clone(), Changed);
     assert_eq!(
@@ -396,6 +365,3 @@ fn a_lazy_queue_holds_no_copy() {
     );
     drop(announced);
 }
-
-#[path = "queue_ahead_tests.rs"]
-mod ahead;

@@ -3,7 +3,7 @@
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use concord_strategies::is_newer;
@@ -14,7 +14,6 @@ use kube::runtime::reflector::{self, ObjectRef};
 use tokio::sync::Notify;
 
 use super::compact::{CompactObjects, CompactWriter};
-use super::hot::Hot;
 use super::queue::{Announced, Fairness};
 use super::queue::{Announcer, Lane, Lazy, queue_with};
 use super::store::Writer;
@@ -46,9 +45,6 @@ pub(crate) struct SharedCache<K: AnyObject> {
     pub(super) objects: Objects<K>,
     /// Taken by the task that drives the watch when the manager runs.
     pub(super) writer: Mutex<Option<Writer<K>>>,
-    /// A compact cache's controllers' stores of the objects they are
-    /// reconciling, kept fresh by the watch.
-    pub(super) hot: Mutex<Vec<Weak<Hot<K>>>>,
     /// One queue per subscriber.
     pub(super) subscribers: Mutex<Vec<Announcer<K>>>,
     /// Woken after every watch event the store applied.
@@ -99,7 +95,6 @@ impl<K: AnyObject> SharedCache<K> {
             trim,
             objects,
             writer: Mutex::new(Some(writer)),
-            hot: Mutex::new(Vec::new()),
             subscribers: Mutex::new(Vec::new()),
             changed: Arc::new(Notify::new()),
             synced: Arc::default(),
@@ -200,80 +195,26 @@ impl<K: AnyObject> SharedCache<K> {
     /// object from the first list on).
     /// Only objects `predicate` passes are queued; `fairness` says how
     /// many are handed out at once and how the lanes share them.
-    ///
-    /// With the queue comes the store kube-runtime's controller looks
-    /// the handed-out objects up in: the cache's own (decoded layout), or
-    /// the subscriber's store of the objects it is reconciling (compact).
     pub(crate) fn subscribe(
         &self,
         predicate: Option<Predicate<K>>,
         fairness: Fairness,
-    ) -> (Announced<K>, reflector::Store<K>) {
-        let (lazy, lookups) = match &self.objects {
-            Objects::Decoded(store) => (None, store.clone()),
+    ) -> Announced<K> {
+        let lazy = match &self.objects {
+            Objects::Decoded(_) => None,
             Objects::Compact(objects) => {
-                let hot = Hot::new(self.dyntype.clone());
-                lock(&self.hot).push(Arc::downgrade(&hot));
-                let lookups = hot.reader();
                 let (loaded, held) = (objects.clone(), objects.clone());
-                let (evicted, kept, stored) = (hot.clone(), hot.clone(), objects.clone());
-                let lazy = Lazy {
+                Some(Lazy {
                     load: Box::new(move |namespace, name| {
-                        hot.insert(loaded.decoded(namespace, name)?)
+                        loaded.decoded(namespace, name).map(Arc::new)
                     }),
-                    // The kept copy while the cache holds that version;
-                    // the cache's own once it changed, nothing once it
-                    // is deleted (the queue hears of no deletion).
-                    hold: Box::new(move |copy| {
-                        let (namespace, name) = (copy.namespace(), copy.name_any());
-                        let (version, uid) = stored.version(namespace.as_deref(), &name)?;
-                        if copy.resource_version().as_ref() == Some(&version) && copy.uid() == uid {
-                            kept.insert(
-                                Arc::try_unwrap(copy).unwrap_or_else(|c| c.as_ref().clone()),
-                            )
-                        } else {
-                            kept.insert(stored.decoded(namespace.as_deref(), &name)?)
-                        }
-                    }),
-                    evict: Box::new(move |namespace, name| evicted.remove(namespace, name)),
                     holds: Box::new(move |namespace, name| held.holds(namespace, name)),
-                };
-                (Some(lazy), lookups)
+                })
             }
         };
         let (announcer, announced) = queue_with(predicate, fairness, lazy);
         lock(&self.subscribers).push(announcer);
-        (announced, lookups)
-    }
-
-    /// Keeps the copies in the compact cache's controllers' stores as
-    /// fresh as the cache: `object` replaced or deleted its copy.
-    pub(super) fn refresh_hot(&self, object: &K, deleted: bool) {
-        if matches!(self.objects, Objects::Decoded(_)) {
-            return;
-        }
-        if deleted {
-            return self.evict_hot(object.namespace().as_deref(), &object.name_any());
-        }
-        lock(&self.hot).retain(|hot| {
-            let Some(hot) = hot.upgrade() else {
-                return false;
-            };
-            hot.refresh(object);
-            true
-        });
-    }
-
-    /// Takes a deleted object out of the compact cache's controllers'
-    /// stores.
-    pub(super) fn evict_hot(&self, namespace: Option<&str>, name: &str) {
-        lock(&self.hot).retain(|hot| {
-            let Some(hot) = hot.upgrade() else {
-                return false;
-            };
-            hot.remove(namespace, name);
-            true
-        });
+        announced
     }
 
     /// The copy `object` replaces, for the subscribers' predicates: a

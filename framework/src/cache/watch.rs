@@ -128,7 +128,6 @@ impl<K: AnyObject> SharedCache<K> {
             let first_list = !self.synced.load(Ordering::Acquire);
             match event {
                 watcher::Event::Apply(object) => {
-                    self.refresh_hot(&object, false);
                     self.announce(old.as_deref(), object, Lane::Changed);
                 }
                 // The store buffers its own copy until the list is in: the
@@ -137,12 +136,13 @@ impl<K: AnyObject> SharedCache<K> {
                     lock(&self.subscribers).retain(|s| s.announce_first_listed(&object));
                 }
                 watcher::Event::InitApply(object) => {
-                    self.refresh_hot(&object, false);
                     if !unchanged {
                         self.announce(old.as_deref(), object, Lane::Listed);
                     }
                 }
-                watcher::Event::Delete(object) => self.refresh_hot(&object, true),
+                // The queues hear of no deletion: an object deleted
+                // before its turn is not handed out.
+                watcher::Event::Delete(_) => {}
                 // The store holds the list now.
                 watcher::Event::InitDone => {
                     if first_list {
@@ -178,13 +178,11 @@ impl<K: AnyObject> SharedCache<K> {
                 writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
                 self.indexes.applied(&index_key(&object), &object);
                 self.tell(&object, false);
-                self.refresh_hot(&object, false);
                 if !unchanged {
                     self.announce(old.as_deref(), object, lane);
                 }
             }
             watcher::Event::Delete(object) => {
-                self.refresh_hot(&object, true);
                 self.indexes.removed(&index_key(&object));
                 writer.apply_watcher_event(&watcher::Event::Delete(object.clone()));
                 self.tell(&object, true);
@@ -261,7 +259,6 @@ impl<K: AnyObject> SharedCache<K> {
             }
             Writer::Compact(writer) => {
                 writer.remove(stale);
-                self.evict_hot(stale.0.as_deref(), &stale.1);
             }
         }
     }

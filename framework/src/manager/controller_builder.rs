@@ -5,16 +5,15 @@ use std::fmt;
 
 use kube::api::Api;
 use kube::core::NamespaceScope;
-use kube::runtime::controller::{Action, Controller};
 
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-use super::{Customize, Manager, Parts};
+use super::{Manager, Parts};
 use crate::cache::{CacheReader, Selection};
 use crate::controller::Trigger;
 use crate::selector::{field_selector, is_namespace_name, label_selector};
-use crate::{Error, Object, Predicate, Reconciler, backoff::Backoff, object::AnyObject};
+use crate::{Action, Error, Object, Predicate, Reconciler, backoff::Backoff, object::AnyObject};
 
 /// A controller being added to a [`Manager`] by [`Manager::controller`]:
 /// which objects it watches, which of their changes it queues, and how it
@@ -71,7 +70,6 @@ pub struct ControllerBuilder<'m, K: AnyObject, R: Reconciler<K>> {
     triggers: Vec<Trigger<K>>,
     read_your_writes: bool,
     skip_own_writes: bool,
-    customize: Option<Customize<K>>,
 }
 
 impl<K: AnyObject, R: Reconciler<K>> fmt::Debug for ControllerBuilder<'_, K, R> {
@@ -174,7 +172,6 @@ impl Manager {
             triggers: Vec::new(),
             read_your_writes: true,
             skip_own_writes: false,
-            customize: None,
         }
     }
 }
@@ -393,16 +390,17 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
         })
     }
 
-    /// Hands the kube-runtime [`Controller`] to `customize` to add owned
-    /// and watched resources (`.owns(..)`, `.watches(..)`). Set the
-    /// concurrency with [`with_concurrency`](Self::with_concurrency): the
-    /// queue hands out no more objects at once than that, whatever a
-    /// `.with_config(..)` here says.
-    pub fn customize(
+    /// Reconciles the objects `triggers` names, whenever it names them:
+    /// for a source of changes that is not a watch of the API server (an
+    /// external system's events, a timer, a channel). Each goes through
+    /// the controller's queue as a watch event would: coalesced with
+    /// whatever else names the object, never run twice at once, and
+    /// dropped when the cache no longer holds the object.
+    pub fn reconcile_on(
         mut self,
-        customize: impl FnOnce(Controller<K>) -> Controller<K> + Send + 'static,
+        triggers: impl futures::Stream<Item = ObjectRef<K>> + Send + 'static,
     ) -> Self {
-        self.customize = Some(Box::new(customize));
+        self.triggers.push(Box::pin(triggers));
         self
     }
 
@@ -511,7 +509,6 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             triggers: self.triggers,
             read_your_writes: self.read_your_writes,
         };
-        let customize = self.customize.unwrap_or_else(|| Box::new(|c| c));
         self.manager.install(
             &self.name,
             api,
@@ -519,7 +516,6 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             self.dyntype,
             self.reconciler,
             parts,
-            customize,
         );
         Ok(())
     }

@@ -9,7 +9,6 @@ use std::time::Duration;
 use concord_featuregates::{Config, FeatureGates};
 use kube::Client;
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Recorder;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -21,10 +20,9 @@ use crate::leader::LeaderElectionConfig;
 use crate::sharding::{ShardHandle, Sharding};
 use crate::task::Task;
 use crate::writes::WriteRegistry;
-use crate::{Context, ManagerArgs, Object, Reconciler, metrics::Metrics, object::AnyObject};
-
-/// What `customize` does to a kube-runtime controller.
-pub(crate) type Customize<K> = Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>;
+use crate::{
+    Action, Context, ManagerArgs, Object, Reconciler, metrics::Metrics, object::AnyObject,
+};
 
 /// A controller's selection, predicate and error policy, checked.
 pub(crate) struct Parts<K: AnyObject, E> {
@@ -235,7 +233,6 @@ impl Manager {
         dyntype: K::DynamicType,
         reconciler: R,
         parts: Parts<K, R::Error>,
-        customize: Customize<K>,
     ) where
         K: AnyObject,
         R: Reconciler<K>,
@@ -298,7 +295,6 @@ impl Manager {
             parts.predicate,
             parts.concurrency,
             parts.triggers,
-            customize,
         ));
     }
 }

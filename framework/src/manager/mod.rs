@@ -20,5 +20,5 @@ pub use crate::controller::DEFAULT_CONCURRENCY;
 pub use crate::leader::LeaderElectionConfig;
 pub use builder::{Built, ManagerBuilder};
 pub use controller_builder::ControllerBuilder;
-pub(crate) use instance::{Customize, Parts};
+pub(crate) use instance::Parts;
 pub use instance::{Manager, ShutdownHandle};

@@ -8,11 +8,11 @@ use std::time::Duration;
 use futures::StreamExt as _;
 
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 
 use super::gate::{InFlight, ShardGate};
+use crate::Action;
 use crate::object::AnyObject;
 
 /// Whether a reconcile may run on this replica.
@@ -116,19 +116,18 @@ pub(crate) fn key_of<K: kube::Resource>(seat: &Seat, object: &K) -> String {
     )
 }
 
-/// On every wake, reconciles again the keys that may start now and were
-/// not handled since they last could — they moved here, or were refused or
-/// cancelled — and never those that stayed; lets the gate count the keys
-/// in the store.
+/// The keys to reconcile again on every wake: those that may start now
+/// and were not handled since they last could — they moved here, or were
+/// refused or cancelled — and never those that stayed (`None` when the
+/// manager is not sharded). Lets the gate count the keys in the store.
 pub(crate) fn attach<K: AnyObject>(
     seat: Option<&Seat>,
     api: &Api<K>,
     dyntype: &K::DynamicType,
     store: crate::cache::Store<K>,
-    controller: Controller<K>,
-) -> Controller<K> {
+) -> Option<futures::stream::BoxStream<'static, ObjectRef<K>>> {
     let Some(Seat { gate, seat }) = seat else {
-        return controller;
+        return None;
     };
     if let Some(label) = gate.label.get() {
         gate.add_labeller(super::sharder::labeller(
@@ -160,7 +159,7 @@ pub(crate) fn attach<K: AnyObject>(
         let dyntype = dyntype.clone();
         futures::stream::iter(keys.into_iter().map(move |key| object_ref(&key, &dyntype)))
     });
-    controller.reconcile_on(triggers)
+    Some(triggers.boxed())
 }
 
 /// The gate keys of every object in `store`: `namespace/name`, with the

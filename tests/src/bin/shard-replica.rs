@@ -19,7 +19,6 @@ use concord::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use kube::runtime::controller::{Config, Controller};
 use kube::{Resource, ResourceExt};
 
 /// Objects carrying this label are processed.
@@ -102,14 +101,13 @@ async fn main() -> anyhow::Result<()> {
     // A bounded number of reconciles in flight, as production operators
     // run: an unbounded burst queues the membership renewals behind it at
     // the API server (same user, same flow) past the renew deadline.
-    let bounded = |c: Controller<ConfigMap>| c.with_config(Config::default().concurrency(8));
     manager
         .controller("path-a", api.clone(), a)
-        .customize(bounded)
+        .with_concurrency(8)
         .add()?;
     manager
         .controller("path-b", api, b)
-        .customize(bounded)
+        .with_concurrency(8)
         .add()?;
     let metrics = manager.metrics();
     manager.run().await?;

@@ -76,7 +76,7 @@ async fn shutdown_mid_work(signals: bool, stop: impl FnOnce(ShutdownHandle)) -> 
     };
     manager
         .controller("two-step", maps.clone(), reconciler)
-        .customize(|c| c.with_config(kube::runtime::controller::Config::default().concurrency(4)))
+        .with_concurrency(4)
         .add()?;
     let handle = manager.shutdown_handle();
     let running = tokio::spawn(manager.run());

@@ -186,7 +186,7 @@ async fn allocations_per_reconcile(
     let (trigger, triggers) = futures::channel::mpsc::unbounded();
     manager
         .controller("cost-gate", maps, Counting(reconciles.clone()))
-        .customize(move |c| c.reconcile_on(triggers))
+        .reconcile_on(triggers)
         .add()?;
     let running = concord::testing::start(manager);
     reconciled(&reconciles, objects).await?;
