@@ -293,8 +293,7 @@ where
     let objects = cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let api = cache.api().clone();
-        let store = cache.store();
-        shared.attempts.watch_store(store.clone());
+        shared.attempts.watch_store(cache.store());
         let sharded = shard::attach(
             shared.shard.as_ref(),
             &api,
@@ -303,13 +302,9 @@ where
         );
         let triggers: Vec<Trigger<K>> = triggers.into_iter().chain(sharded).collect();
         let triggers = (!triggers.is_empty()).then(|| futures::stream::select_all(triggers).boxed());
-        let dyntype = cache.dyntype().clone();
         let runner = Runner {
             objects,
             triggers,
-            load: move |namespace: Option<&str>, name: &str| {
-                store.get(&crate::cache::object_ref(namespace, name, &dyntype))
-            },
             reconcile: move |object: Arc<K>| {
                 let shared = shared.clone();
                 async move {

@@ -32,22 +32,18 @@ use crate::Action;
 use crate::cache::key::{Key, key, lookup};
 
 /// What the loop is given.
-pub(crate) struct Runner<K: Resource, L, F> {
+pub(crate) struct Runner<K: Resource, F> {
     /// The controller's queue, its end that hands objects out.
     pub(crate) objects: crate::cache::Announced<K>,
     /// Objects to reconcile again, named by other sources.
     pub(crate) triggers: Option<BoxStream<'static, ObjectRef<K>>>,
-    /// The copy of `namespace`/`name` to queue for a trigger or requeue,
-    /// for a queue that holds copies (a lazy one loads it itself).
-    pub(crate) load: L,
     /// One reconcile of an object, to the action it asks for next.
     pub(crate) reconcile: F,
 }
 
-impl<K, L, F, Fut> Runner<K, L, F>
+impl<K, F, Fut> Runner<K, F>
 where
     K: Resource + Send + Sync + 'static,
-    L: Fn(Option<&str>, &str) -> Option<Arc<K>>,
     F: Fn(Arc<K>) -> Fut,
     Fut: Future<Output = Action>,
 {
@@ -56,13 +52,9 @@ where
         let Runner {
             mut objects,
             mut triggers,
-            load,
             reconcile,
         } = self;
         let slots = objects.slots();
-        let again = |namespace: Option<&str>, name: &str| {
-            slots.again(namespace, name, || load(namespace, name));
-        };
         let mut running = FuturesUnordered::new();
         let mut requeues = Requeues::default();
         let mut stop = pin!(stop.fuse());
@@ -89,12 +81,12 @@ where
                     running.push(run.map(move |action| (object, action)));
                 }
                 next = next_trigger(&mut triggers), if !stopping => match next {
-                    Some(target) => again(target.namespace.as_deref(), &target.name),
+                    Some(target) => slots.again(target.namespace.as_deref(), &target.name),
                     None => triggers = None,
                 },
                 () = sleep_until(due), if !stopping && due.is_some() => {
                     for (namespace, name) in requeues.take_due(Instant::now()) {
-                        again(namespace.as_deref(), &name);
+                        slots.again(namespace.as_deref(), &name);
                     }
                 }
             }

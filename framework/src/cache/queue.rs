@@ -18,52 +18,31 @@
 //!   reconciled is held aside and queued when that reconcile ends: it runs
 //!   once more after, never twice at once and never twice more.
 //! - **Slots.** At most [`Fairness::slots`] objects are out of the queue at
-//!   once (taken and not yet [`Slots::done`]), plus [`Fairness::ahead`]
-//!   handed out before a slot frees. kube-runtime's scheduler reads its
-//!   input stream eagerly, into a set it takes from in hash order; a queue
-//!   it could drain would order nothing. Handing out an object only for a
-//!   free slot keeps the order here.
-//! - **Ahead.** The scheduler holds each object it reads in a timer queue
-//!   until the next whole millisecond has passed, so an object handed out
-//!   when a slot frees leaves that slot idle 1–2 ms: with 10 ms
-//!   reconciles, an eighth of the controller's time. The queue hands out a
-//!   batch of up to [`Fairness::ahead`] objects beyond the free slots, for
-//!   the scheduler to hold ready, and the next batch only once every object
-//!   handed out has started ([`Slots::start`]), so the scheduler's hash
-//!   order reorders at most a batch. A listed object handed out ahead that
-//!   comes to start while a changed object is first in line gives way:
-//!   its reconcile is skipped and it is queued again at the front of its
-//!   lane, so handing out ahead does not put the initial list before a new
-//!   object. It gives way once: handed out again, it runs, whatever
-//!   waits then ([`Turn::Again`]). Under a steady stream of changes (each
-//!   write's own watch event is one) a listed object would otherwise give
-//!   way on every turn, and every turn costs a decode and a trip through
-//!   kube-runtime's scheduler: the race benchmark's 1,000-Pod round handed
-//!   out 9,674 objects for 2,550 reconciles, 7,124 of them given way. Once
-//!   bounds the wait it adds to a changed object by the batch ahead.
-//!
+//!   once (taken and not yet [`Slots::done`]); with no limit, an object
+//!   out is still never handed out a second time before it is done. The
+//!   controller's loop (`runner.rs`) takes an object the moment a slot
+//!   frees, so the order here is the order reconciles start in.
+//! - **Asked for again.** A requeue, a mapped watch's trigger or a shard
+//!   handover names an object by key ([`Slots::again`]); it is queued in
+//!   the changed lane as a watch event would be, held aside while the
+//!   object runs, and coalesced with a copy that waits.
 //! - **The first list holds no copies.** Until the cache's first list is
 //!   complete, kube-runtime's store buffers the listed objects (its own
-//!   copies) and its controller reconciles nothing; an object of that
+//!   copies) and the queue hands out nothing; an object of that
 //!   list is queued without a copy of its own
 //!   ([`Announcer::announce_first_listed`]) and gets the store's once the
 //!   list is in ([`Announcer::fill`]). Without that the queue would hold a
 //!   second copy of every object through the list, doubling the process's
 //!   peak.
-//!
 //! - **A compact cache's queue holds keys.** Its objects are decoded when
-//!   the queue hands them out ([`Lazy`]), into the controller's store of
-//!   the objects it reconciles, and leave that store when the reconcile
-//!   ends (`compact.rs`). The one copy it keeps is that of a listed
-//!   object that gave way, until it is handed out again (no second
-//!   decode) or a change replaces it: at most as many as are out of the
-//!   queue at once. An object deleted before its turn is not handed
-//!   out (kube-runtime's controller would not reconcile it either).
+//!   the queue hands them out ([`Lazy`]); the reconcile holds that copy
+//!   and nothing else keeps one. An object deleted before its turn is not
+//!   handed out.
 //!
 //! Its length is bounded by the number of distinct objects, not by the
 //! number of watch events. Nothing is lost: the controller is always handed
-//! the newest copy the watch delivered, and reconciles from the store,
-//! which holds the same or newer.
+//! the newest copy the watch delivered (a compact cache's: the newest it
+//! holds when the object's turn comes).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::Pin;

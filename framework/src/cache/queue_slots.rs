@@ -1,8 +1,6 @@
 //! The controller's reports to its queue: an object handed out is done,
 //! and an object is to be reconciled again.
 
-use std::sync::Arc;
-
 use super::{Lane, Slots};
 use crate::cache::key::{key, lookup};
 
@@ -25,27 +23,20 @@ impl<K> Slots<K> {
     /// (a requeue it scheduled, a trigger that names the object, a shard
     /// handover): offered in the changed lane as a watch event would be,
     /// so it is held aside while it runs and coalesced with a copy that
-    /// waits. A queue of copies is given `load`'s copy; a lazy queue
-    /// decodes the object when its turn comes. Nothing when the cache no
-    /// longer holds it.
-    pub(crate) fn again(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        load: impl FnOnce() -> Option<Arc<K>>,
-    ) {
-        let object = match &self.0.lazy {
-            Some(lazy) if (lazy.holds)(namespace, name) => None,
-            Some(_) => return,
-            None => match load() {
-                Some(object) => Some(object),
-                None => return,
-            },
+    /// waits, and looked up when its turn comes. Nothing when the cache
+    /// no longer holds it, nor in a queue of copies (only tests make one:
+    /// it has no copy to hand out).
+    pub(crate) fn again(&self, namespace: Option<&str>, name: &str) {
+        let Some(lazy) = &self.0.lazy else {
+            return;
         };
+        if !(lazy.holds)(namespace, name) {
+            return;
+        }
         let mut state = self.0.lock();
         if state.closed {
             return;
         }
-        state.offer(key(namespace, name), object, Lane::Changed, true);
+        state.offer(key(namespace, name), None, Lane::Changed, true);
     }
 }

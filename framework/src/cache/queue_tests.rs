@@ -320,8 +320,8 @@ fn an_object_asked_for_again_is_queued_once_and_never_while_it_runs() {
     // Asked for again (a requeue, a trigger) while it runs: held aside,
     // once, and decoded from the cache when its turn comes.
     cache.lock().unwrap().insert("a".into(), "2".into());
-    slots.again(Some("default"), "a", || unreachable!("a lazy queue loads it itself"));
-    slots.again(Some("default"), "a", || unreachable!());
+    slots.again(Some("default"), "a");
+    slots.again(Some("default"), "a");
     assert_eq!(next(&mut announced), None, "never twice at once");
     slots.done(Some("default"), "a");
     assert_eq!(next(&mut announced).as_deref(), Some("a@2"));
@@ -329,7 +329,7 @@ fn an_object_asked_for_again_is_queued_once_and_never_while_it_runs() {
     assert_eq!(next(&mut announced), None, "once, not twice");
     // Asked for again once deleted from the cache: nothing to reconcile.
     cache.lock().unwrap().remove("a");
-    slots.again(Some("default"), "a", || unreachable!());
+    slots.again(Some("default"), "a");
     assert_eq!(next(&mut announced), None);
     // A waiting copy is coalesced with a trigger, and a listed object
     // named by one moves to the changed lane.
@@ -337,16 +337,9 @@ fn an_object_asked_for_again_is_queued_once_and_never_while_it_runs() {
     cache.lock().unwrap().insert("c".into(), "1".into());
     announcer.announce(None, config_map("b", "1"), Listed);
     announcer.announce(None, config_map("c", "1"), Listed);
-    slots.again(Some("default"), "c", || unreachable!());
+    slots.again(Some("default"), "c");
     assert_eq!(drain(&mut announced), ["c", "b"]);
 
-    // A queue of copies is given the copy to hand out; none, none queued.
-    let (_announcer, mut announced) = queue(None, Fairness::with_slots(1));
-    let slots = announced.slots();
-    slots.again(Some("default"), "gone", || None);
-    assert_eq!(next(&mut announced), None);
-    slots.again(Some("default"), "d", || Some(config_map("d", "3")));
-    assert_eq!(next(&mut announced).as_deref(), Some("d@3"));
 }
 
 #[test]

@@ -200,19 +200,34 @@ impl<K: AnyObject> SharedCache<K> {
         predicate: Option<Predicate<K>>,
         fairness: Fairness,
     ) -> Announced<K> {
+        // The queue holds keys: an object is looked up when its turn
+        // comes, so it is handed out as the newest copy the cache holds
+        // then, and not at all once deleted. A compact cache decodes it
+        // then; a decoded one hands out its own copy.
         let lazy = match &self.objects {
-            Objects::Decoded(_) => None,
+            Objects::Decoded(store) => {
+                let (loaded, held, dyntype) = (store.clone(), store.clone(), self.dyntype.clone());
+                let known = dyntype.clone();
+                Lazy {
+                    load: Box::new(move |namespace, name| {
+                        loaded.get(&object_ref(namespace, name, &dyntype))
+                    }),
+                    holds: Box::new(move |namespace, name| {
+                        held.get(&object_ref(namespace, name, &known)).is_some()
+                    }),
+                }
+            }
             Objects::Compact(objects) => {
                 let (loaded, held) = (objects.clone(), objects.clone());
-                Some(Lazy {
+                Lazy {
                     load: Box::new(move |namespace, name| {
                         loaded.decoded(namespace, name).map(Arc::new)
                     }),
                     holds: Box::new(move |namespace, name| held.holds(namespace, name)),
-                })
+                }
             }
         };
-        let (announcer, announced) = queue_with(predicate, fairness, lazy);
+        let (announcer, announced) = queue_with(predicate, fairness, Some(lazy));
         lock(&self.subscribers).push(announcer);
         announced
     }
@@ -228,20 +243,11 @@ impl<K: AnyObject> SharedCache<K> {
         self.objects.get(&self.key(object))
     }
 
-    /// Hands `object` (which replaced `old`) to every subscriber's `lane`: the
-    /// store's own copy, so that a queued announcement costs no second
-    /// copy. During a (re)list the store may still hold the old state: the
-    /// event's copy goes instead.
-    /// (A compact cache's queues keep no copy of an announced object.)
+    /// Announces `object` (which replaced `old`) in every subscriber's
+    /// `lane`. The queues keep its key only, and look the object up when
+    /// its turn comes; the copy here is for their predicates.
     pub(super) fn announce(&self, old: Option<&K>, object: K, lane: Lane) {
-        let stored = match &self.objects {
-            Objects::Decoded(store) => store.get(&self.key(&object)).filter(|stored| {
-                stored.resource_version() == object.resource_version()
-                    && stored.uid() == object.uid()
-            }),
-            Objects::Compact(_) => None,
-        };
-        let object = stored.unwrap_or_else(|| Arc::new(object));
+        let object = Arc::new(object);
         // A stopped subscriber has dropped its queue.
         lock(&self.subscribers).retain(|s| s.announce(old, object.clone(), lane));
     }
