@@ -10,8 +10,8 @@ use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use crate::cache::{Fairness, SharedCache};
-use crate::runner::Runner;
 use crate::metrics::ReconcileCounters;
+use crate::runner::Runner;
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
 use crate::{Action, Context, Predicate, Reconciler, cache::Store, object::AnyObject};
@@ -294,14 +294,10 @@ where
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
         let api = cache.api().clone();
         shared.attempts.watch_store(cache.store());
-        let sharded = shard::attach(
-            shared.shard.as_ref(),
-            &api,
-            cache.dyntype(),
-            cache.store(),
-        );
+        let sharded = shard::attach(shared.shard.as_ref(), &api, cache.dyntype(), cache.store());
         let triggers: Vec<Trigger<K>> = triggers.into_iter().chain(sharded).collect();
-        let triggers = (!triggers.is_empty()).then(|| futures::stream::select_all(triggers).boxed());
+        let triggers =
+            (!triggers.is_empty()).then(|| futures::stream::select_all(triggers).boxed());
         let runner = Runner {
             objects,
             triggers,

@@ -5,8 +5,8 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
-use kube::ResourceExt;
 use crate::Action;
+use kube::ResourceExt;
 
 use crate::{Context, object::AnyObject};
 

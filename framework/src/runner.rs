@@ -98,7 +98,9 @@ where
 }
 
 /// The next trigger, never when there are none.
-async fn next_trigger<K>(triggers: &mut Option<BoxStream<'static, ObjectRef<K>>>) -> Option<ObjectRef<K>>
+async fn next_trigger<K>(
+    triggers: &mut Option<BoxStream<'static, ObjectRef<K>>>,
+) -> Option<ObjectRef<K>>
 where
     K: Resource,
 {

@@ -339,7 +339,6 @@ fn an_object_asked_for_again_is_queued_once_and_never_while_it_runs() {
     announcer.announce(None, config_map("c", "1"), Listed);
     slots.again(Some("default"), "c");
     assert_eq!(drain(&mut announced), ["c", "b"]);
-
 }
 
 #[test]

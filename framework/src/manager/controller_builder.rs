@@ -509,14 +509,8 @@ impl<K: AnyObject, R: Reconciler<K>> ControllerBuilder<'_, K, R> {
             triggers: self.triggers,
             read_your_writes: self.read_your_writes,
         };
-        self.manager.install(
-            &self.name,
-            api,
-            more,
-            self.dyntype,
-            self.reconciler,
-            parts,
-        );
+        self.manager
+            .install(&self.name, api, more, self.dyntype, self.reconciler, parts);
         Ok(())
     }
 }

@@ -31,6 +31,10 @@ struct Cli {
     /// Namespace of the ConfigMaps to process.
     #[arg(long)]
     namespace: String,
+    /// Adds path `b`'s controller before path `a`'s, so that this replica
+    /// reaches each object's `b` first.
+    #[arg(long)]
+    b_first: bool,
 }
 
 // ANCHOR: path
@@ -101,14 +105,16 @@ async fn main() -> anyhow::Result<()> {
     // A bounded number of reconciles in flight, as production operators
     // run: an unbounded burst queues the membership renewals behind it at
     // the API server (same user, same flow) past the renew deadline.
-    manager
-        .controller("path-a", api.clone(), a)
-        .with_concurrency(8)
-        .add()?;
-    manager
-        .controller("path-b", api, b)
-        .with_concurrency(8)
-        .add()?;
+    let mut paths = [("path-a", a), ("path-b", b)];
+    if cli.b_first {
+        paths.reverse();
+    }
+    for (name, path) in paths {
+        manager
+            .controller(name, api.clone(), path)
+            .with_concurrency(8)
+            .add()?;
+    }
     let metrics = manager.metrics();
     manager.run().await?;
     print!("{}", metrics.render());

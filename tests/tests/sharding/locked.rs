@@ -38,8 +38,19 @@ struct Outcome {
     errors: u64,
 }
 
-fn spawn(env: &TestEnv, ns: &str, shards: &str, config: &std::path::Path) -> Result<Child> {
-    Ok(Command::new(env!("CARGO_BIN_EXE_shard-replica"))
+/// Starts a replica; `b_first` has it reach each object's path `b` first.
+fn spawn(
+    env: &TestEnv,
+    ns: &str,
+    shards: &str,
+    config: &std::path::Path,
+    b_first: bool,
+) -> Result<Child> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_shard-replica"));
+    if b_first {
+        command.arg("--b-first");
+    }
+    Ok(command
         .arg("--kubeconfig")
         .arg(env.kubeconfig_path())
         .arg("--config")
@@ -146,8 +157,12 @@ async fn run(shards: &str, strategy: &str) -> Result<Outcome> {
         &format!("strategies:\n  default: {strategy}\n"),
     )?;
     let mut replicas = Vec::new();
-    for _ in 0..3 {
-        replicas.push(spawn(env, ns.name(), shards, &config)?);
+    // Replicas whose paths reach an object in different orders, as the
+    // code paths of a real operator do: were the `a` path first on every
+    // replica, each replica's `b` would read the object after its own `a`
+    // wrote it, and no write of one path could straddle the other's.
+    for b_first in [false, true, false] {
+        replicas.push(spawn(env, ns.name(), shards, &config, b_first)?);
     }
     // Wait until the replicas run: with sharding, until all three
     // acknowledged a ring of three; without, until each has had time to list.
