@@ -89,6 +89,9 @@ where
                         slots.again(namespace.as_deref(), &name);
                     }
                 }
+                // Nothing can come any more (the queue never ends while
+                // the controller holds it).
+                else => return,
             }
             if stopping && running.is_empty() {
                 return;
