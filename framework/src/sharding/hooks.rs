@@ -126,9 +126,7 @@ pub(crate) fn attach<K: AnyObject>(
     dyntype: &K::DynamicType,
     store: crate::cache::Store<K>,
 ) -> Option<futures::stream::BoxStream<'static, ObjectRef<K>>> {
-    let Some(Seat { gate, seat }) = seat else {
-        return None;
-    };
+    let Seat { gate, seat } = seat?;
     if let Some(label) = gate.label.get() {
         gate.add_labeller(super::sharder::labeller(
             api.clone(),
