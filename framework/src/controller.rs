@@ -163,7 +163,13 @@ impl<K: Resource> std::fmt::Display for Named<'_, K> {
     }
 }
 
-async fn reconcile<K, R>(object: Arc<K>, shared: Arc<Shared<K, R>>) -> Result<Action, R::Error>
+/// One reconcile of `object`, with its gates around it; `stopping` turns
+/// true when the manager shuts down.
+async fn reconcile<K, R>(
+    object: Arc<K>,
+    shared: Arc<Shared<K, R>>,
+    mut stopping: watch::Receiver<bool>,
+) -> Result<Action, R::Error>
 where
     K: AnyObject,
     R: Reconciler<K>,
@@ -191,11 +197,23 @@ where
     let object = match &shared.fresh {
         None => object,
         Some(gate) => {
-            let caught_up = gate
-                .own
-                .wait_for(&own_key, gate.limit, |k| gate.caches.seen(k))
-                .await;
             let counters = &shared.counters;
+            // The watches stop with the manager: a reconcile still waiting
+            // for one when it shuts down would wait out its limit for
+            // nothing and hold the shutdown up. It does not run (nor would
+            // one not yet started); the next start reconciles the object
+            // from a fresh list.
+            let caught_up = tokio::select! {
+                // A cache already caught up runs the reconcile, stopping
+                // or not: only a wait is cut short.
+                biased;
+                caught_up = gate.own.wait_for(&own_key, gate.limit, |k| gate.caches.seen(k)) => caught_up,
+                _ = stopping.wait_for(|stop| *stop) => {
+                    counters.stale_stopped.fetch_add(1, Relaxed);
+                    tracing::debug!(controller = %shared.name, object = %Named(object.as_ref()), "reconcile dropped: the manager stopped while it waited for the cache to show its own last write");
+                    return Ok(Action::await_change());
+                }
+            };
             match caught_up {
                 Ok(None) => object,
                 Ok(Some(waited)) => {
@@ -292,6 +310,7 @@ where
     // hands out no more objects at once than the concurrency.
     let objects = cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
+        let stopping = shutdown.clone();
         let api = cache.api().clone();
         shared.attempts.watch_store(cache.store());
         let sharded = shard::attach(shared.shard.as_ref(), &api, cache.dyntype(), cache.store());
@@ -302,9 +321,9 @@ where
             objects,
             triggers,
             reconcile: move |object: Arc<K>| {
-                let shared = shared.clone();
+                let (shared, stopping) = (shared.clone(), stopping.clone());
                 async move {
-                    match reconcile::<K, R>(object.clone(), shared.clone()).await {
+                    match reconcile::<K, R>(object.clone(), shared.clone(), stopping).await {
                         Ok(action) => action,
                         Err(error) => error_policy(object, &error, shared),
                     }

@@ -189,7 +189,10 @@ mod tests {
         requeues.ask(a.clone(), now + Duration::from_secs(20));
         requeues.ask(key(None, "b"), now + Duration::from_secs(7));
         assert_eq!(requeues.next_due(), Some(now + Duration::from_secs(5)));
-        assert_eq!(requeues.take_due(now + Duration::from_secs(6)), vec![a.clone()]);
+        assert_eq!(
+            requeues.take_due(now + Duration::from_secs(6)),
+            vec![a.clone()]
+        );
         assert_eq!(requeues.next_due(), Some(now + Duration::from_secs(7)));
         requeues.drop_for(None, "b");
         assert_eq!(requeues.next_due(), None);

@@ -22,6 +22,9 @@ pub(crate) struct ReconcileCounters {
     pub(crate) stale_waits: AtomicU64,
     /// Reconciles requeued because the cache did not catch up in time.
     pub(crate) stale_requeues: AtomicU64,
+    /// Reconciles the manager's shutdown ended while they waited (they
+    /// did not run).
+    pub(crate) stale_stopped: AtomicU64,
     /// Microseconds those reconciles waited.
     pub(crate) stale_micros: AtomicU64,
 }
@@ -106,12 +109,16 @@ impl Collector for ReconcileSeries {
         }
         let mut family = encoder.encode_descriptor(
             "concord_reconcile_stale_cache",
-            "Reconciles held back until the cache showed this manager's own last writes, by what followed: ran or requeued.",
+            "Reconciles held back until the cache showed this manager's own last writes, by what followed: ran, requeued, or stopped (the manager shut down while they waited; they did not run).",
             None,
             MetricType::Counter,
         )?;
         for (name, c) in map.iter() {
-            for (outcome, n) in [("ran", &c.stale_waits), ("requeued", &c.stale_requeues)] {
+            for (outcome, n) in [
+                ("ran", &c.stale_waits),
+                ("requeued", &c.stale_requeues),
+                ("stopped", &c.stale_stopped),
+            ] {
                 let labels = [("controller", name.as_str()), ("outcome", outcome)];
                 ConstCounter::new(n.load(Relaxed)).encode(family.encode_family(&labels)?)?;
             }

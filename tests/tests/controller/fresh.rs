@@ -373,3 +373,91 @@ async fn skipping_own_writes_saves_the_second_reconcile_and_only_that() -> Resul
     );
     Ok(())
 }
+
+/// The manager shuts down while a reconcile waits for the cache to show
+/// the manager's own last write of its object (the watch brings that
+/// write's event a minute late): the wait ends with the shutdown, counted
+/// `stopped`, and the reconcile does not run on the stale copy. Before,
+/// the wait ran out its limit (the watches stop with the manager, so
+/// nothing could end it) and held the shutdown up, then counted as
+/// `requeued`.
+#[tokio::test]
+async fn a_reconcile_waiting_for_its_own_write_ends_with_the_shutdown() -> Result<()> {
+    let env = TestEnv::shared()?;
+    let ns = env.namespace().await?;
+    // The object's first watch event (its creation) comes at once, every
+    // later one (the manager's own label write) a minute late.
+    let faults = Faults::seeded(0)
+        .on(Verb::Watch)
+        .resource("configmaps")
+        .named("held")
+        .after(1)
+        .per_object()
+        .hold_events(MINUTE);
+    let proxy = FaultProxy::start(env.config(), faults).await?;
+    let mut manager = Manager::builder("fresh-stop")
+        .with_kube_config(proxy.config())
+        .with_signal_handling(false)
+        .build()
+        .await?;
+    let maps: Api<ConfigMap> = Api::namespaced(manager.client().clone(), ns.name());
+    let labelling = Labelling::default();
+    let (trigger, triggers) = futures::channel::mpsc::unbounded();
+    manager
+        .controller("labelling", maps.clone(), labelling.clone())
+        .reconcile_on(triggers)
+        .add()?;
+    let store = manager
+        .context::<ConfigMap>()
+        .store()
+        .expect("the controller's cache");
+    let metrics = manager.metrics();
+    let running = concord::testing::start(manager);
+    // Created once the cache has listed, so its creation is a watch event.
+    tokio::time::timeout(MINUTE, store.wait_until_ready()).await??;
+    let direct: Api<ConfigMap> = Api::namespaced(ns.client(), ns.name());
+    let held = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("held".to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    direct.create(&PostParams::default(), &held).await?;
+    concord::testing::wait_for(&direct, "held", MINUTE, "labelled", |map| {
+        map.labels().contains_key("seen")
+    })
+    .await?;
+    assert_eq!(
+        labelling.0.load(Relaxed),
+        1,
+        "reconciled once, wrote its label"
+    );
+    // Reconciled again: the cache does not show the label, so it waits.
+    trigger
+        .unbounded_send(kube::runtime::reflector::ObjectRef::new("held").within(ns.name()))
+        .expect("the controller runs");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    running.stop().await?;
+    let stale = metrics
+        .render()
+        .lines()
+        .filter(|l| l.starts_with("concord_reconcile_stale_cache_total"))
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    let count = |outcome: &str| {
+        stale
+            .iter()
+            .find(|l| l.contains(&format!("outcome=\"{outcome}\"")))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+    };
+    assert_eq!(count("stopped"), Some(1), "{stale:?}");
+    assert_eq!(count("requeued"), Some(0), "{stale:?}");
+    assert_eq!(count("ran"), Some(0), "{stale:?}");
+    assert_eq!(
+        labelling.0.load(Relaxed),
+        1,
+        "the held reconcile did not run on the copy without its own label"
+    );
+    Ok(())
+}
