@@ -402,11 +402,13 @@ async fn a_reconcile_waiting_for_its_own_write_ends_with_the_shutdown() -> Resul
         .await?;
     let maps: Api<ConfigMap> = Api::namespaced(manager.client().clone(), ns.name());
     let labelling = Labelling::default();
+    // ANCHOR: reconcile_on
     let (trigger, triggers) = futures::channel::mpsc::unbounded();
     manager
         .controller("labelling", maps.clone(), labelling.clone())
         .reconcile_on(triggers)
         .add()?;
+    // ANCHOR_END: reconcile_on
     let store = manager
         .context::<ConfigMap>()
         .store()
@@ -434,9 +436,11 @@ async fn a_reconcile_waiting_for_its_own_write_ends_with_the_shutdown() -> Resul
         "reconciled once, wrote its label"
     );
     // Reconciled again: the cache does not show the label, so it waits.
+    // ANCHOR: trigger
     trigger
         .unbounded_send(kube::runtime::reflector::ObjectRef::new("held").within(ns.name()))
         .expect("the controller runs");
+    // ANCHOR_END: trigger
     tokio::time::sleep(Duration::from_millis(500)).await;
     running.stop().await?;
     let stale = metrics
