@@ -5,13 +5,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use crate::cache::{Fairness, SharedCache};
 use crate::metrics::ReconcileCounters;
-use crate::runner::Runner;
+use crate::runner::{Released, Runner};
 use crate::sharding::hooks::{self as shard, Admission};
 use crate::task::Task;
 use crate::{Action, Context, Predicate, Reconciler, cache::Store, object::AnyObject};
@@ -164,13 +165,77 @@ impl<K: Resource> std::fmt::Display for Named<'_, K> {
     }
 }
 
-/// One reconcile of `object`, with its gates around it; `stopping` turns
-/// true when the manager shuts down.
-async fn reconcile<K, R>(
-    object: Arc<K>,
-    shared: Arc<Shared<K, R>>,
-    mut stopping: watch::Receiver<bool>,
-) -> Result<Action, R::Error>
+/// Whether `object` must wait for the caches to show the manager's own
+/// writes it depends on before it runs: the wait, counted, or `None`
+/// when they show them (or the controller does not wait).
+fn hold<K, R>(object: &K, shared: &Shared<K, R>) -> Option<BoxFuture<'static, Released>>
+where
+    K: AnyObject,
+    R: Reconciler<K>,
+{
+    let gate = shared.fresh.as_ref()?;
+    let own_key = (gate.resource.clone(), object.namespace(), object.name_any());
+    if !gate.own.behind(&own_key, |k| gate.caches.seen(k)) {
+        return None;
+    }
+    let (own, caches, limit) = (gate.own.clone(), gate.caches.clone(), gate.limit);
+    let counters = shared.counters.clone();
+    let name = shared.name.clone();
+    Some(Box::pin(async move {
+        // Dropped unfinished when the manager stops (the watches stop with
+        // it, so nothing could end the wait): counted `stopped`, and the
+        // object does not run; the next start reconciles it from a fresh
+        // list.
+        let mut stopped = StopCount(Some(counters.clone()), &name, &own_key);
+        let waited = own.wait_for(&own_key, limit, |k| caches.seen(k)).await;
+        stopped.0 = None;
+        drop(stopped);
+        match waited {
+            Ok(waited) => {
+                counters.stale_waits.fetch_add(1, Relaxed);
+                counters
+                    .stale_micros
+                    .fetch_add(micros(waited.unwrap_or_default()), Relaxed);
+                Released::Now
+            }
+            Err(waited) => {
+                counters.stale_requeues.fetch_add(1, Relaxed);
+                counters.stale_micros.fetch_add(micros(waited), Relaxed);
+                tracing::debug!(controller = %name, object = %Keyed(&own_key), "reconcile requeued: the cache does not show this manager's own last write yet");
+                Released::After(FreshGate::RETRY)
+            }
+        }
+    }))
+}
+
+/// Counts a wait dropped before it ended as `stopped` (unless disarmed).
+struct StopCount<'a>(
+    Option<Arc<ReconcileCounters>>,
+    &'a str,
+    &'a crate::own_writes::WriteKey,
+);
+
+impl Drop for StopCount<'_> {
+    fn drop(&mut self) {
+        if let Some(counters) = self.0.take() {
+            counters.stale_stopped.fetch_add(1, Relaxed);
+            tracing::debug!(controller = %self.1, object = %Keyed(self.2), "reconcile dropped: the manager stopped while it waited for the cache to show its own last write");
+        }
+    }
+}
+
+/// `namespace/name` of a write key, for log lines.
+struct Keyed<'a>(&'a crate::own_writes::WriteKey);
+
+impl std::fmt::Display for Keyed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (_, namespace, name) = self.0;
+        write!(f, "{}/{name}", namespace.as_deref().unwrap_or_default())
+    }
+}
+
+/// One reconcile of `object`, with its gates around it.
+async fn reconcile<K, R>(object: Arc<K>, shared: Arc<Shared<K, R>>) -> Result<Action, R::Error>
 where
     K: AnyObject,
     R: Reconciler<K>,
@@ -195,49 +260,6 @@ where
         object.namespace(),
         object.name_any(),
     );
-    let object = match &shared.fresh {
-        None => object,
-        Some(gate) => {
-            let counters = &shared.counters;
-            // The watches stop with the manager: a reconcile still waiting
-            // for one when it shuts down would wait out its limit for
-            // nothing and hold the shutdown up. It does not run (nor would
-            // one not yet started); the next start reconciles the object
-            // from a fresh list.
-            let caught_up = tokio::select! {
-                // A cache already caught up runs the reconcile, stopping
-                // or not: only a wait is cut short.
-                biased;
-                caught_up = gate.own.wait_for(&own_key, gate.limit, |k| gate.caches.seen(k)) => caught_up,
-                _ = stopping.wait_for(|stop| *stop) => {
-                    counters.stale_stopped.fetch_add(1, Relaxed);
-                    tracing::debug!(controller = %shared.name, object = %Named(object.as_ref()), "reconcile dropped: the manager stopped while it waited for the cache to show its own last write");
-                    return Ok(Action::await_change());
-                }
-            };
-            match caught_up {
-                Ok(None) => object,
-                Ok(Some(waited)) => {
-                    counters.stale_waits.fetch_add(1, Relaxed);
-                    counters.stale_micros.fetch_add(micros(waited), Relaxed);
-                    // The copy handed out may be the one the wait was for:
-                    // the cache's is at least as new as the manager's writes.
-                    let object_ref =
-                        ObjectRef::from_obj_with(object.as_ref(), shared.context.dyntype().clone());
-                    match shared.context.store().and_then(|s| s.get(&object_ref)) {
-                        Some(fresh) => fresh,
-                        None => return Ok(Action::await_change()),
-                    }
-                }
-                Err(waited) => {
-                    counters.stale_requeues.fetch_add(1, Relaxed);
-                    counters.stale_micros.fetch_add(micros(waited), Relaxed);
-                    tracing::debug!(controller = %shared.name, object = %Named(object.as_ref()), "reconcile requeued: the cache does not show this manager's own last write yet");
-                    return Ok(Action::requeue(FreshGate::RETRY));
-                }
-            }
-        }
-    };
     let start = Instant::now();
     shared.counters.in_flight.fetch_add(1, Relaxed);
     // A handle (not a copy) for the log lines and the failure count after.
@@ -311,7 +333,6 @@ where
     // hands out no more objects at once than the concurrency.
     let objects = cache.subscribe(predicate, Fairness::with_slots(usize::from(concurrency)));
     Box::new(move |mut shutdown: watch::Receiver<bool>| {
-        let stopping = shutdown.clone();
         let api = cache.api().clone();
         shared.attempts.watch_store(cache.store());
         let sharded = shard::attach(shared.shard.as_ref(), &api, cache.dyntype(), cache.store());
@@ -321,10 +342,14 @@ where
         let runner = Runner {
             objects,
             triggers,
+            hold: {
+                let shared = shared.clone();
+                move |object: &K| hold(object, &shared)
+            },
             reconcile: move |object: Arc<K>| {
-                let (shared, stopping) = (shared.clone(), stopping.clone());
+                let shared = shared.clone();
                 async move {
-                    match reconcile::<K, R>(object.clone(), shared.clone(), stopping).await {
+                    match reconcile::<K, R>(object.clone(), shared.clone()).await {
                         Ok(action) => action,
                         Err(error) => error_policy(object, &error, shared),
                     }

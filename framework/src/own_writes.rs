@@ -241,6 +241,22 @@ impl OwnWrites {
         found
     }
 
+    /// Whether `seen` does not yet show a write a reconcile of `key`
+    /// depends on. A record it shows is dropped, even when its watch
+    /// event was missed (a relist).
+    pub(crate) fn behind(&self, key: &WriteKey, seen: impl Fn(&WriteKey) -> Seen) -> bool {
+        let mut behind = false;
+        for (k, expect) in self.pending(key) {
+            let seen = seen(&k);
+            if expect.met_by(&seen) {
+                self.observed(&k, &seen);
+            } else {
+                behind = true;
+            }
+        }
+        behind
+    }
+
     /// Waits until `seen` shows every write a reconcile of `key` depends
     /// on, at most `limit`: `Ok(None)` when none was behind, `Ok(Some)`
     /// with the time waited once the caches caught up, `Err` with that
@@ -257,22 +273,10 @@ impl OwnWrites {
         loop {
             let mut notified = std::pin::pin!(self.caught_up.notified());
             notified.as_mut().enable();
-            let pending = self.pending(key);
-            let behind: Vec<&(WriteKey, Expect)> = pending
-                .iter()
-                .filter(|(k, expect)| !expect.met_by(&seen(k)))
-                .collect();
-            if behind.is_empty() {
+            if !self.behind(key, &seen) {
                 return Ok((!first).then(|| started.elapsed()));
             }
             first = false;
-            // A cache that shows the write drops the record even when its
-            // watch event was missed (a relist).
-            for (k, expect) in &pending {
-                if expect.met_by(&seen(k)) {
-                    self.observed(k, &seen(k));
-                }
-            }
             // Woken by the watch, or every 50 ms to look again.
             let next = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
             if tokio::time::timeout_at(next, notified).await.is_err()

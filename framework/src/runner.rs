@@ -14,14 +14,24 @@
 //! - **Requeues.** An object has at most one requeue pending, the earliest
 //!   asked for. It is dropped when the object runs, for whatever reason,
 //!   before it is due: the reconcile that runs then says what comes next.
-//! - **Stopping.** When `stop` completes, nothing more is taken, triggered
-//!   or requeued; the reconciles running finish, and the loop returns.
+//! - **Held back.** An object whose reconcile must wait first (`hold`:
+//!   the caches do not yet show the manager's own writes it depends on)
+//!   goes back to the queue without running and frees its slot
+//!   (`Slots::hold`). The change that ends
+//!   the wait queues it as any change does, and it runs once, on the copy
+//!   that change brought; the wait's end queues it only if no change did
+//!   (the writes were a child's, or the predicate passed over the
+//!   change). A wait that gives up asks for a requeue.
+//! - **Stopping.** When `stop` completes, nothing more is taken, triggered,
+//!   requeued or waited for; the reconciles running finish, and the loop
+//!   returns.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt as _, StreamExt as _};
 use kube::Resource;
@@ -32,20 +42,33 @@ use crate::Action;
 use crate::cache::key::{Key, key, lookup};
 
 /// What the loop is given.
-pub(crate) struct Runner<K: Resource, F> {
+pub(crate) struct Runner<K: Resource, F, H> {
     /// The controller's queue, its end that hands objects out.
     pub(crate) objects: crate::cache::Announced<K>,
     /// Objects to reconcile again, named by other sources.
     pub(crate) triggers: Option<BoxStream<'static, ObjectRef<K>>>,
     /// One reconcile of an object, to the action it asks for next.
     pub(crate) reconcile: F,
+    /// Whether an object handed out must wait before it runs: `None` to
+    /// run it now, or the wait, which ends when it may run.
+    pub(crate) hold: H,
 }
 
-impl<K, F, Fut> Runner<K, F>
+/// How a wait that held an object back ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// What it waited for came: the object runs when queued again.
+    Now,
+    /// It gave up: the object is requeued after this long.
+    After(std::time::Duration),
+}
+
+impl<K, F, Fut, H> Runner<K, F, H>
 where
     K: Resource + Send + Sync + 'static,
     F: Fn(Arc<K>) -> Fut,
     Fut: Future<Output = Action>,
+    H: Fn(&K) -> Option<BoxFuture<'static, Released>>,
 {
     /// Runs until `stop` completes and the reconciles running then end.
     pub(crate) async fn run(self, stop: impl Future<Output = ()>) {
@@ -53,9 +76,13 @@ where
             mut objects,
             mut triggers,
             reconcile,
+            hold,
         } = self;
         let slots = objects.slots();
         let mut running = FuturesUnordered::new();
+        // The waits of objects held back, one per object.
+        let mut held = FuturesUnordered::new();
+        let mut waiting: std::collections::HashSet<Key> = std::collections::HashSet::new();
         let mut requeues = Requeues::default();
         let mut stop = pin!(stop.fuse());
         let mut stopping = false;
@@ -74,9 +101,28 @@ where
                         requeues.ask(key(meta.namespace.as_deref(), name), Instant::now() + after);
                     }
                 }
+                Some((key, released)) = held.next(), if !stopping && !held.is_empty() => {
+                    let key: Key = key;
+                    waiting.remove(&key);
+                    match released {
+                        Released::Now => slots.release(key.0.as_deref(), &key.1),
+                        Released::After(after) => requeues.ask(key, Instant::now() + after),
+                    }
+                }
                 Some(object) = objects.next(), if !stopping => {
                     let meta = object.meta();
-                    requeues.drop_for(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default());
+                    let (namespace, name) = (meta.namespace.as_deref(), meta.name.as_deref().unwrap_or_default());
+                    requeues.drop_for(namespace, name);
+                    if let Some(wait) = hold(object.as_ref()) {
+                        slots.hold(namespace, name);
+                        let key = key(namespace, name);
+                        // A second hold of an object still waiting keeps
+                        // the first wait: it ends on the same writes.
+                        if waiting.insert(key.clone()) {
+                            held.push(wait.map(move |released| (key, released)));
+                        }
+                        continue;
+                    }
                     let run = reconcile(object.clone());
                     running.push(run.map(move |action| (object, action)));
                 }

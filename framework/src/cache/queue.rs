@@ -22,6 +22,12 @@
 //!   out is still never handed out a second time before it is done. The
 //!   controller's loop (`runner.rs`) takes an object the moment a slot
 //!   frees, so the order here is the order reconciles start in.
+//! - **Held back.** The controller may give an object it took back
+//!   before running it ([`Slots::hold`]: the caches do not yet show the
+//!   manager's own writes it depends on). Its slot frees; the next change
+//!   of it queues it as any change would, and [`Slots::release`] queues it
+//!   only if no change did, so the change that ends the wait does not run
+//!   it twice.
 //! - **Asked for again.** A requeue, a mapped watch's trigger or a shard
 //!   handover names an object by key ([`Slots::again`]); it is queued in
 //!   the changed lane as a watch event would be, held aside while the
@@ -116,6 +122,10 @@ struct State<K> {
     /// Announced while running: queued when done, in the lane held here
     /// (without a copy in a lazy queue).
     parked: HashMap<Key, (Option<Arc<K>>, Lane)>,
+    /// Handed out, then held back before running ([`Slots::hold`]):
+    /// queued again by the next offer that passes, or by
+    /// [`Slots::release`].
+    held: HashSet<Key>,
     next_ticket: u64,
     /// Changed objects taken in a row while listed ones waited.
     passes: u32,
@@ -173,8 +183,12 @@ impl<K> State<K> {
         self.wake();
     }
 
-    /// Queues `object` under `key` at the back of `lane`.
+    /// Queues `object` under `key` at the back of `lane` (no longer held
+    /// back, if it was).
     fn push(&mut self, key: Key, object: Option<Arc<K>>, lane: Lane) {
+        if !self.held.is_empty() {
+            self.held.remove(&key);
+        }
         if lane == Lane::Listed && self.listed_is_empty() {
             self.passes = 0;
             self.passed_since = None;
@@ -320,6 +334,7 @@ pub(crate) fn queue_with<K>(
             listed_len: 0,
             running: HashSet::new(),
             parked: HashMap::new(),
+            held: HashSet::new(),
             next_ticket: 0,
             passes: 0,
             passed_since: None,
@@ -383,6 +398,7 @@ impl<K> Drop for Announced<K> {
         state.waiting.clear();
         state.listed_len = 0;
         state.parked.clear();
+        state.held.clear();
     }
 }
 

@@ -1,5 +1,5 @@
-//! The controller's reports to its queue: an object handed out is done,
-//! and an object is to be reconciled again.
+//! The controller's reports to its queue: an object handed out is done
+//! or held back, and an object is to be reconciled again.
 
 use super::{Lane, Slots};
 use crate::cache::key::{key, lookup};
@@ -31,6 +31,7 @@ impl<K> Slots<K> {
             return;
         };
         if !(lazy.holds)(namespace, name) {
+            self.0.lock().held.remove(lookup(&(namespace, name)));
             return;
         }
         let mut state = self.0.lock();
@@ -38,5 +39,41 @@ impl<K> Slots<K> {
             return;
         }
         state.offer(key(namespace, name), None, Lane::Changed, true);
+    }
+
+    /// The controller holds `namespace`/`name`, just handed out, back
+    /// before running it: its slot is free, and the object waits, queued
+    /// by the next change of it, a requeue or a trigger (as any object
+    /// not running is), or by [`release`](Self::release). A copy
+    /// announced since it was handed out is queued now. Nothing for an
+    /// object it did not take from the queue.
+    pub(crate) fn hold(&self, namespace: Option<&str>, name: &str) {
+        let mut state = self.0.lock();
+        if !state.running.remove(lookup(&(namespace, name))) {
+            return;
+        }
+        match state.parked.remove(lookup(&(namespace, name))) {
+            Some((object, lane)) => state.push(key(namespace, name), object, lane),
+            None => {
+                state.held.insert(key(namespace, name));
+            }
+        }
+        state.wake();
+    }
+
+    /// What held `namespace`/`name` back is over: queued in the changed
+    /// lane, unless something queued it since it was held (then it runs
+    /// once, not twice). Nothing for an object not held, nor in a queue
+    /// of copies (as [`again`](Self::again)).
+    pub(crate) fn release(&self, namespace: Option<&str>, name: &str) {
+        if self.0.lazy.is_none() {
+            return;
+        }
+        let mut state = self.0.lock();
+        if state.closed || !state.held.remove(lookup(&(namespace, name))) {
+            return;
+        }
+        state.push(key(namespace, name), None, Lane::Changed);
+        state.wake();
     }
 }

@@ -357,3 +357,44 @@ fn a_lazy_queue_holds_no_copy() {
     );
     drop(announced);
 }
+
+#[test]
+fn an_object_held_back_frees_its_slot_and_runs_once_on_the_change_or_the_release() {
+    let cache = Arc::new(Mutex::new(HashMap::from([
+        ("a".to_owned(), "1".to_owned()),
+        ("b".to_owned(), "1".to_owned()),
+    ])));
+    let (announcer, mut announced) = lazy_queue(&cache, 1);
+    let slots = announced.slots();
+    announcer.announce(None, config_map("a", "1"), Changed);
+    announcer.announce(None, config_map("b", "1"), Changed);
+    assert_eq!(next(&mut announced).as_deref(), Some("a@1"));
+    assert_eq!(next(&mut announced), None, "one slot");
+    // Held back: its slot goes to the next object.
+    slots.hold(Some("default"), "a");
+    assert_eq!(next(&mut announced).as_deref(), Some("b@1"));
+    slots.done(Some("default"), "b");
+    assert_eq!(next(&mut announced), None, "a waits, not queued");
+    // The change that ends the wait queues it; the release then adds
+    // nothing, while it waits or once it ran.
+    cache.lock().unwrap().insert("a".into(), "2".into());
+    announcer.announce(None, config_map("a", "2"), Changed);
+    slots.release(Some("default"), "a");
+    assert_eq!(next(&mut announced).as_deref(), Some("a@2"));
+    slots.release(Some("default"), "a");
+    slots.done(Some("default"), "a");
+    assert_eq!(next(&mut announced), None, "once, not twice");
+    // Held back with no change to come (a child's write): the release
+    // queues it.
+    announcer.announce(None, config_map("b", "1"), Changed);
+    assert_eq!(next(&mut announced).as_deref(), Some("b@1"));
+    slots.hold(Some("default"), "b");
+    assert_eq!(next(&mut announced), None);
+    slots.release(Some("default"), "b");
+    assert_eq!(next(&mut announced).as_deref(), Some("b@1"));
+    // Announced between its hand-out and its hold: queued at once.
+    cache.lock().unwrap().insert("b".into(), "2".into());
+    announcer.announce(None, config_map("b", "2"), Changed);
+    slots.hold(Some("default"), "b");
+    assert_eq!(next(&mut announced).as_deref(), Some("b@2"));
+}
