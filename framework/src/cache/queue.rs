@@ -43,7 +43,12 @@
 //! - **A compact cache's queue holds keys.** Its objects are decoded when
 //!   the queue hands them out ([`Lazy`]); the reconcile holds that copy
 //!   and nothing else keeps one. An object deleted before its turn is not
-//!   handed out.
+//!   handed out. While it holds few objects (4 per slot), it also keeps
+//!   the watch's copy of a change (the copy the cache just encoded, at the
+//!   version it stored), and hands that out without decoding; a trigger or
+//!   a requeue, a listed object and a change queued past that bound are
+//!   decoded at their turn, so a storm of changes holds no more decoded
+//!   copies than that bound.
 //!
 //! Its length is bounded by the number of distinct objects, not by the
 //! number of watch events. Nothing is lost: the controller is always handed
@@ -285,6 +290,18 @@ pub(crate) struct Lazy<K> {
     pub(crate) load: ByKey<Option<Arc<K>>>,
     /// Whether the cache holds the object.
     pub(crate) holds: ByKey<bool>,
+    /// How many objects the queue may hold before it stops keeping the
+    /// watch's copy of a change: a copy kept is handed out without
+    /// decoding (0 for a decoded cache, whose own copy costs nothing to
+    /// hand out).
+    pub(crate) keep: usize,
+}
+
+impl<K> Lazy<K> {
+    /// A compact cache's queue keeps the copies of up to this many
+    /// changes per slot (16 slots when unlimited): 64 decoded objects at
+    /// the default concurrency.
+    pub(crate) const KEEP_PER_SLOT: usize = 4;
 }
 
 impl<K> Shared<K> {
@@ -371,9 +388,11 @@ impl<K> Stream for Announced<K> {
             let Some((key, object)) = state.take() else {
                 break;
             };
-            // A lazy queue holds keys: decoded now.
+            // A lazy queue holds keys (decoded now) and some changes'
+            // copies, which the cache may have deleted since.
             let object = match (object, &self.0.lazy) {
-                (Some(object), _) => Some(object),
+                (Some(object), Some(lazy)) => (lazy.holds)(key.0.as_deref(), &key.1).then_some(object),
+                (Some(object), None) => Some(object),
                 (None, Some(lazy)) => (lazy.load)(key.0.as_deref(), &key.1),
                 (None, None) => None,
             };

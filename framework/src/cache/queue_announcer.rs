@@ -29,7 +29,17 @@ impl<K: Resource + 'static> Announcer<K> {
             return false;
         }
         let key = (object.namespace(), object.name_any());
-        let object = self.shared.lazy.is_none().then_some(object);
+        let object = match &self.shared.lazy {
+            None => Some(object),
+            // A change's copy, kept while the queue holds few objects.
+            Some(lazy)
+                if lane == Lane::Changed
+                    && state.waiting.len() + state.parked.len() < lazy.keep =>
+            {
+                Some(object)
+            }
+            Some(_) => None,
+        };
         state.offer(key, object, lane, passes);
         true
     }

@@ -269,6 +269,16 @@ fn lazy_queue(
     cache: &Arc<Mutex<HashMap<String, String>>>,
     slots: usize,
 ) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
+    keeping_queue(cache, slots, 0)
+}
+
+/// A lazy queue over `cache` that keeps the copies of changes while it
+/// holds fewer than `keep` objects.
+fn keeping_queue(
+    cache: &Arc<Mutex<HashMap<String, String>>>,
+    slots: usize,
+    keep: usize,
+) -> (Announcer<ConfigMap>, Announced<ConfigMap>) {
     let (loaded, held) = (cache.clone(), cache.clone());
     let lazy = Lazy {
         load: Box::new(move |_, name| {
@@ -276,6 +286,7 @@ fn lazy_queue(
             Some(config_map(name, &version))
         }),
         holds: Box::new(move |_, name| held.lock().unwrap().contains_key(name)),
+        keep,
     };
     queue_with(None, Fairness::with_slots(slots), Some(lazy))
 }
@@ -397,4 +408,34 @@ fn an_object_held_back_frees_its_slot_and_runs_once_on_the_change_or_the_release
     announcer.announce(None, config_map("b", "2"), Changed);
     slots.hold(Some("default"), "b");
     assert_eq!(next(&mut announced).as_deref(), Some("b@2"));
+}
+
+#[test]
+fn a_queue_that_keeps_changes_hands_out_their_copies_up_to_its_bound_and_none_deleted() {
+    // The cache's own copies carry another version than the announced
+    // ones, to tell which the queue handed out.
+    let cache = Arc::new(Mutex::new(HashMap::new()));
+    for name in ["a", "b", "c", "d"] {
+        cache.lock().unwrap().insert(name.to_owned(), "cache".to_owned());
+    }
+    let (announcer, mut announced) = keeping_queue(&cache, 0, 2);
+    for name in ["a", "b", "c"] {
+        announcer.announce(None, config_map(name, "event"), Changed);
+    }
+    // Listed objects are decoded at their turn, as is anything asked for
+    // again, which drops a kept copy.
+    announcer.announce(None, config_map("d", "event"), Listed);
+    cache.lock().unwrap().remove("b");
+    assert_eq!(
+        std::iter::from_fn(|| next(&mut announced)).collect::<Vec<_>>(),
+        ["a@event", "c@cache", "d@cache"],
+        "a's copy kept; b deleted since; c past the bound of 2"
+    );
+    let slots = announced.slots();
+    for name in ["a", "c", "d"] {
+        slots.done(Some("default"), name);
+    }
+    announcer.announce(None, config_map("a", "event"), Changed);
+    slots.again(Some("default"), "a");
+    assert_eq!(next(&mut announced).as_deref(), Some("a@cache"));
 }

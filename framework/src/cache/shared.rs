@@ -203,7 +203,8 @@ impl<K: AnyObject> SharedCache<K> {
         // The queue holds keys: an object is looked up when its turn
         // comes, so it is handed out as the newest copy the cache holds
         // then, and not at all once deleted. A compact cache decodes it
-        // then; a decoded one hands out its own copy.
+        // then (or hands out the watch's copy of a change it kept); a
+        // decoded one hands out its own copy.
         let lazy = match &self.objects {
             Objects::Decoded(store) => {
                 let (loaded, held, dyntype) = (store.clone(), store.clone(), self.dyntype.clone());
@@ -215,6 +216,7 @@ impl<K: AnyObject> SharedCache<K> {
                     holds: Box::new(move |namespace, name| {
                         held.get(&object_ref(namespace, name, &known)).is_some()
                     }),
+                    keep: 0,
                 }
             }
             Objects::Compact(objects) => {
@@ -224,6 +226,8 @@ impl<K: AnyObject> SharedCache<K> {
                         loaded.decoded(namespace, name).map(Arc::new)
                     }),
                     holds: Box::new(move |namespace, name| held.holds(namespace, name)),
+                    keep: Lazy::<K>::KEEP_PER_SLOT
+                        * if fairness.slots == 0 { 16 } else { fairness.slots },
                 }
             }
         };
