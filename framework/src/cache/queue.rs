@@ -43,12 +43,12 @@
 //! - **A compact cache's queue holds keys.** Its objects are decoded when
 //!   the queue hands them out ([`Lazy`]); the reconcile holds that copy
 //!   and nothing else keeps one. An object deleted before its turn is not
-//!   handed out. While it holds few objects (4 per slot), it also keeps
-//!   the watch's copy of a change (the copy the cache just encoded, at the
-//!   version it stored), and hands that out without decoding; a trigger or
-//!   a requeue, a listed object and a change queued past that bound are
-//!   decoded at their turn, so a storm of changes holds no more decoded
-//!   copies than that bound.
+//!   handed out. It also keeps the watch's copy of a change (the copy the
+//!   cache just encoded, at the version it stored), up to 4 copies per
+//!   slot, and hands that out without decoding; a trigger or a requeue, a
+//!   listed object and a change queued past that bound are decoded at
+//!   their turn, so a storm of changes holds no more decoded copies than
+//!   the bound.
 //!
 //! Its length is bounded by the number of distinct objects, not by the
 //! number of watch events. Nothing is lost: the controller is always handed
@@ -131,6 +131,8 @@ struct State<K> {
     /// queued again by the next offer that passes, or by
     /// [`Slots::release`].
     held: HashSet<Key>,
+    /// How many copies `waiting` and `parked` hold.
+    kept: usize,
     next_ticket: u64,
     /// Changed objects taken in a row while listed ones waited.
     passes: u32,
@@ -169,18 +171,19 @@ impl<K> State<K> {
     /// the predicate refuses this one.
     fn offer(&mut self, key: Key, object: Option<Arc<K>>, lane: Lane, passes: bool) {
         if let Some(parked) = self.parked.get_mut(&key) {
-            parked.0 = object;
+            put(&mut self.kept, &mut parked.0, object);
             parked.1 = parked.1.max(lane);
             return;
         }
         if self.running.contains(&key) {
             if passes {
+                self.kept += usize::from(object.is_some());
                 self.parked.insert(key, (object, lane));
             }
             return;
         }
         match self.waiting.get_mut(&key) {
-            Some(waiting) if waiting.lane >= lane => waiting.object = object,
+            Some(waiting) if waiting.lane >= lane => put(&mut self.kept, &mut waiting.object, object),
             Some(_) => self.push(key, object, lane),
             None if passes => self.push(key, object, lane),
             None => return,
@@ -205,6 +208,7 @@ impl<K> State<K> {
             Lane::Listed => &mut self.listed,
         };
         queue.push_back((key.clone(), ticket));
+        self.kept += usize::from(object.is_some());
         let replaced = self.waiting.insert(
             key,
             Waiting {
@@ -213,8 +217,11 @@ impl<K> State<K> {
                 ticket,
             },
         );
-        if replaced.is_some_and(|w| w.lane == Lane::Listed) {
-            self.listed_len -= 1;
+        if let Some(replaced) = replaced {
+            self.kept -= usize::from(replaced.object.is_some());
+            if replaced.lane == Lane::Listed {
+                self.listed_len -= 1;
+            }
         }
         if lane == Lane::Listed {
             self.listed_len += 1;
@@ -231,6 +238,7 @@ impl<K> State<K> {
             };
             if self.is_current(&key, ticket, lane) {
                 let waiting = self.waiting.remove(&key)?;
+                self.kept -= usize::from(waiting.object.is_some());
                 if lane == Lane::Listed {
                     self.listed_len -= 1;
                 }
@@ -274,6 +282,13 @@ impl<K> State<K> {
     }
 }
 
+/// Puts `object` in `slot`, counting the copies held in `kept`.
+fn put<K>(kept: &mut usize, slot: &mut Option<Arc<K>>, object: Option<Arc<K>>) {
+    *kept += usize::from(object.is_some());
+    *kept -= usize::from(slot.is_some());
+    *slot = object;
+}
+
 struct Shared<K> {
     state: Mutex<State<K>>,
     lazy: Option<Lazy<K>>,
@@ -290,17 +305,16 @@ pub(crate) struct Lazy<K> {
     pub(crate) load: ByKey<Option<Arc<K>>>,
     /// Whether the cache holds the object.
     pub(crate) holds: ByKey<bool>,
-    /// How many objects the queue may hold before it stops keeping the
-    /// watch's copy of a change: a copy kept is handed out without
-    /// decoding (0 for a decoded cache, whose own copy costs nothing to
-    /// hand out).
+    /// How many copies of changes the queue may keep: a copy kept is the
+    /// watch's, handed out without decoding (0 for a decoded cache, whose
+    /// own copy costs nothing to hand out).
     pub(crate) keep: usize,
 }
 
 impl<K> Lazy<K> {
-    /// A compact cache's queue keeps the copies of up to this many
-    /// changes per slot (16 slots when unlimited): 64 decoded objects at
-    /// the default concurrency.
+    /// A compact cache's queue keeps up to this many copies of changes
+    /// per slot (16 slots when unlimited): 64 decoded objects at the
+    /// default concurrency.
     pub(crate) const KEEP_PER_SLOT: usize = 4;
 }
 
@@ -352,6 +366,7 @@ pub(crate) fn queue_with<K>(
             running: HashSet::new(),
             parked: HashMap::new(),
             held: HashSet::new(),
+            kept: 0,
             next_ticket: 0,
             passes: 0,
             passed_since: None,
@@ -418,6 +433,7 @@ impl<K> Drop for Announced<K> {
         state.listed_len = 0;
         state.parked.clear();
         state.held.clear();
+        state.kept = 0;
     }
 }
 

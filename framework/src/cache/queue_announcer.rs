@@ -31,10 +31,9 @@ impl<K: Resource + 'static> Announcer<K> {
         let key = (object.namespace(), object.name_any());
         let object = match &self.shared.lazy {
             None => Some(object),
-            // A change's copy, kept while the queue holds few objects.
+            // A change's copy, while the queue keeps few.
             Some(lazy)
-                if lane == Lane::Changed
-                    && state.waiting.len() + state.parked.len() < lazy.keep =>
+                if lane == Lane::Changed && state.kept < lazy.keep =>
             {
                 Some(object)
             }
@@ -60,8 +59,9 @@ impl<K: Resource + 'static> Announcer<K> {
         }
         state.unfilled = true;
         let key = (object.namespace(), object.name_any());
+        let state = &mut *state;
         match state.waiting.get_mut(&key) {
-            Some(waiting) => waiting.object = None,
+            Some(waiting) => super::put(&mut state.kept, &mut waiting.object, None),
             None if passes => state.push(key, None, Lane::Listed),
             None => {}
         }
@@ -85,9 +85,11 @@ impl<K: Resource + 'static> Announcer<K> {
             return;
         }
         let mut gone = 0;
+        let mut filled = 0;
         state.waiting.retain(|(namespace, name), waiting| {
             if waiting.object.is_none() {
                 waiting.object = stored(namespace.as_deref(), name);
+                filled += usize::from(waiting.object.is_some());
             }
             let keep = waiting.object.is_some();
             if !keep && waiting.lane == Lane::Listed {
@@ -96,6 +98,7 @@ impl<K: Resource + 'static> Announcer<K> {
             keep
         });
         state.listed_len -= gone;
+        state.kept += filled;
         state.unfilled = false;
         state.wake();
     }

@@ -14,6 +14,7 @@ impl<K> Slots<K> {
             return;
         }
         if let Some((object, lane)) = state.parked.remove(lookup(&(namespace, name))) {
+            state.kept -= usize::from(object.is_some());
             state.push(key(namespace, name), object, lane);
         }
         state.wake();
@@ -53,7 +54,10 @@ impl<K> Slots<K> {
             return;
         }
         match state.parked.remove(lookup(&(namespace, name))) {
-            Some((object, lane)) => state.push(key(namespace, name), object, lane),
+            Some((object, lane)) => {
+                state.kept -= usize::from(object.is_some());
+                state.push(key(namespace, name), object, lane);
+            }
             None => {
                 state.held.insert(key(namespace, name));
             }

@@ -272,8 +272,7 @@ fn lazy_queue(
     keeping_queue(cache, slots, 0)
 }
 
-/// A lazy queue over `cache` that keeps the copies of changes while it
-/// holds fewer than `keep` objects.
+/// A lazy queue over `cache` that keeps up to `keep` copies of changes.
 fn keeping_queue(
     cache: &Arc<Mutex<HashMap<String, String>>>,
     slots: usize,
@@ -429,7 +428,7 @@ fn a_queue_that_keeps_changes_hands_out_their_copies_up_to_its_bound_and_none_de
     assert_eq!(
         std::iter::from_fn(|| next(&mut announced)).collect::<Vec<_>>(),
         ["a@event", "c@cache", "d@cache"],
-        "a's copy kept; b deleted since; c past the bound of 2"
+        "a's copy kept; b's kept, but b deleted since; c past the bound of 2"
     );
     let slots = announced.slots();
     for name in ["a", "c", "d"] {
