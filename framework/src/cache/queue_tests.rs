@@ -414,26 +414,28 @@ fn a_queue_that_keeps_changes_hands_out_their_copies_up_to_its_bound_and_none_de
     // The cache's own copies carry another version than the announced
     // ones, to tell which the queue handed out.
     let cache = Arc::new(Mutex::new(HashMap::new()));
-    for name in ["a", "b", "c", "d"] {
+    for name in ["a", "b", "c", "d", "e"] {
         cache.lock().unwrap().insert(name.to_owned(), "cache".to_owned());
     }
     let (announcer, mut announced) = keeping_queue(&cache, 0, 2);
+    // Listed objects are decoded at their turn, and the keys they queue
+    // do not count against the copies kept.
+    announcer.announce(None, config_map("d", "event"), Listed);
+    announcer.announce(None, config_map("e", "event"), Listed);
     for name in ["a", "b", "c"] {
         announcer.announce(None, config_map(name, "event"), Changed);
     }
-    // Listed objects are decoded at their turn, as is anything asked for
-    // again, which drops a kept copy.
-    announcer.announce(None, config_map("d", "event"), Listed);
     cache.lock().unwrap().remove("b");
     assert_eq!(
         std::iter::from_fn(|| next(&mut announced)).collect::<Vec<_>>(),
-        ["a@event", "c@cache", "d@cache"],
+        ["a@event", "c@cache", "d@cache", "e@cache"],
         "a's copy kept; b's kept, but b deleted since; c past the bound of 2"
     );
     let slots = announced.slots();
-    for name in ["a", "c", "d"] {
+    for name in ["a", "c", "d", "e"] {
         slots.done(Some("default"), name);
     }
+    // Asked for again: the kept copy is dropped, and the cache's decoded.
     announcer.announce(None, config_map("a", "event"), Changed);
     slots.again(Some("default"), "a");
     assert_eq!(next(&mut announced).as_deref(), Some("a@cache"));
