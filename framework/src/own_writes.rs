@@ -261,6 +261,11 @@ impl OwnWrites {
     /// on, at most `limit`: `Ok(None)` when none was behind, `Ok(Some)`
     /// with the time waited once the caches caught up, `Err` with that
     /// time when they did not.
+    ///
+    /// The watch drops a record as it delivers what it expects and wakes
+    /// every wait; a wait so woken only looks whether its records are
+    /// gone. It asks `seen` (which may read a cached object's JSON) first
+    /// and every 50 ms, for a record no watch event will drop.
     pub(crate) async fn wait_for(
         &self,
         key: &WriteKey,
@@ -270,21 +275,39 @@ impl OwnWrites {
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + limit;
         let mut first = true;
+        let mut look = true;
         loop {
             let mut notified = std::pin::pin!(self.caught_up.notified());
             notified.as_mut().enable();
-            if !self.behind(key, &seen) {
+            let behind = if look {
+                self.behind(key, &seen)
+            } else {
+                self.has_pending(key)
+            };
+            if !behind {
                 return Ok((!first).then(|| started.elapsed()));
             }
             first = false;
             // Woken by the watch, or every 50 ms to look again.
             let next = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
-            if tokio::time::timeout_at(next, notified).await.is_err()
-                && tokio::time::Instant::now() >= deadline
-            {
+            look = tokio::time::timeout_at(next, notified).await.is_err();
+            if look && tokio::time::Instant::now() >= deadline {
                 return Err(started.elapsed());
             }
         }
+    }
+
+    /// Whether a record a reconcile of `key` depends on is held.
+    fn has_pending(&self, key: &WriteKey) -> bool {
+        let state = self.lock();
+        let now = Instant::now();
+        let children = state.children.get(key).map_or(&[][..], Vec::as_slice);
+        std::iter::once(key).chain(children).any(|k| {
+            state
+                .records
+                .get(k)
+                .is_some_and(|record| now.duration_since(record.at) < self.keep)
+        })
     }
 
     /// Whether the watch event that brought `key` at `version` is this

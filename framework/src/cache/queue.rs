@@ -183,7 +183,9 @@ impl<K> State<K> {
             return;
         }
         match self.waiting.get_mut(&key) {
-            Some(waiting) if waiting.lane >= lane => put(&mut self.kept, &mut waiting.object, object),
+            Some(waiting) if waiting.lane >= lane => {
+                put(&mut self.kept, &mut waiting.object, object)
+            }
             Some(_) => self.push(key, object, lane),
             None if passes => self.push(key, object, lane),
             None => return,
@@ -406,7 +408,9 @@ impl<K> Stream for Announced<K> {
             // A lazy queue holds keys (decoded now) and some changes'
             // copies, which the cache may have deleted since.
             let object = match (object, &self.0.lazy) {
-                (Some(object), Some(lazy)) => (lazy.holds)(key.0.as_deref(), &key.1).then_some(object),
+                (Some(object), Some(lazy)) => {
+                    (lazy.holds)(key.0.as_deref(), &key.1).then_some(object)
+                }
                 (Some(object), None) => Some(object),
                 (None, Some(lazy)) => (lazy.load)(key.0.as_deref(), &key.1),
                 (None, None) => None,

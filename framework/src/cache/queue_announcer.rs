@@ -32,11 +32,7 @@ impl<K: Resource + 'static> Announcer<K> {
         let object = match &self.shared.lazy {
             None => Some(object),
             // A change's copy, while the queue keeps few.
-            Some(lazy)
-                if lane == Lane::Changed && state.kept < lazy.keep =>
-            {
-                Some(object)
-            }
+            Some(lazy) if lane == Lane::Changed && state.kept < lazy.keep => Some(object),
             Some(_) => None,
         };
         state.offer(key, object, lane, passes);

@@ -415,7 +415,10 @@ fn a_queue_that_keeps_changes_hands_out_their_copies_up_to_its_bound_and_none_de
     // ones, to tell which the queue handed out.
     let cache = Arc::new(Mutex::new(HashMap::new()));
     for name in ["a", "b", "c", "d", "e"] {
-        cache.lock().unwrap().insert(name.to_owned(), "cache".to_owned());
+        cache
+            .lock()
+            .unwrap()
+            .insert(name.to_owned(), "cache".to_owned());
     }
     let (announcer, mut announced) = keeping_queue(&cache, 0, 2);
     // Listed objects are decoded at their turn, and the keys they queue

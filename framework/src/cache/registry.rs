@@ -193,7 +193,7 @@ impl Caches {
         let (resource, namespace, name) = key;
         let entries = lock(&self.entries);
         let covering = entries.iter().filter(|e| {
-            label_of(&e.resource) == *resource
+            is_label_of(&e.resource, resource)
                 && e.selection.is_everything()
                 && (e.namespaces.is_empty()
                     || namespace
@@ -282,10 +282,46 @@ fn same_resource(a: &ApiResource, b: &ApiResource) -> bool {
 
 /// A resource as the strategy table and the write ledger name it:
 /// `plural` or `plural.group`.
+/// Whether `label` is [`label_of`] `resource`, without building it.
+fn is_label_of(resource: &ApiResource, label: &str) -> bool {
+    match label.strip_prefix(resource.plural.as_str()) {
+        Some("") => resource.group.is_empty(),
+        Some(rest) => {
+            !resource.group.is_empty() && rest.strip_prefix('.') == Some(resource.group.as_str())
+        }
+        None => false,
+    }
+}
+
 pub(crate) fn label_of(resource: &ApiResource) -> String {
     if resource.group.is_empty() {
         resource.plural.clone()
     } else {
         format!("{}.{}", resource.plural, resource.group)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_matches_its_resource_only() {
+        let pods = ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&());
+        let leases = ApiResource::erase::<k8s_openapi::api::coordination::v1::Lease>(&());
+        for resource in [&pods, &leases] {
+            assert!(is_label_of(resource, &label_of(resource)));
+        }
+        for label in [
+            "pods.",
+            "pod",
+            "podsx",
+            "leases",
+            "leases.coordination",
+            "leases.coordination.k8s.iox",
+        ] {
+            assert!(!is_label_of(&pods, label), "{label}");
+            assert!(!is_label_of(&leases, label), "{label}");
+        }
     }
 }

@@ -227,7 +227,11 @@ impl<K: AnyObject> SharedCache<K> {
                     }),
                     holds: Box::new(move |namespace, name| held.holds(namespace, name)),
                     keep: Lazy::<K>::KEEP_PER_SLOT
-                        * if fairness.slots == 0 { 16 } else { fairness.slots },
+                        * if fairness.slots == 0 {
+                            16
+                        } else {
+                            fairness.slots
+                        },
                 }
             }
         };

@@ -286,7 +286,8 @@ fn a_reread_is_served_by_another_types_cache_only_where_its_copy_is_exact() {
 }
 
 #[test]
-fn a_compact_queue_decodes_a_listed_object_at_its_turn_keeps_a_change_and_hands_out_neither_once_deleted() {
+fn a_compact_queue_decodes_a_listed_object_at_its_turn_keeps_a_change_and_hands_out_neither_once_deleted()
+ {
     for deleted in [false, true] {
         offline(|client| async move {
             let a = Api::<ConfigMap>::namespaced(client, "a");
