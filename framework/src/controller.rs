@@ -174,6 +174,18 @@ where
     R: Reconciler<K>,
 {
     let gate = shared.fresh.as_ref()?;
+    let meta = object.meta();
+    let name = meta.name.as_ref().or(meta.generate_name.as_ref());
+    let parts = (
+        gate.resource.as_str(),
+        meta.namespace.as_deref(),
+        name.map_or("", String::as_str),
+    );
+    // Most objects have no write of the manager's pending: asked without
+    // building a key.
+    if !gate.own.has_pending(&parts) {
+        return None;
+    }
     let own_key = (gate.resource.clone(), object.namespace(), object.name_any());
     if !gate.own.behind(&own_key, |k| gate.caches.seen(k)) {
         return None;

@@ -26,6 +26,47 @@ use tokio::sync::Notify;
 /// An object written: its resource (`plural.group`), namespace and name.
 pub(crate) type WriteKey = (String, Option<String>, String);
 
+/// A [`WriteKey`]'s parts, borrowed: the ledger is asked about every
+/// object a controller takes, and an owned key is three strings.
+pub(crate) trait WriteParts {
+    fn parts(&self) -> (&str, Option<&str>, &str);
+}
+
+impl WriteParts for WriteKey {
+    fn parts(&self) -> (&str, Option<&str>, &str) {
+        (&self.0, self.1.as_deref(), &self.2)
+    }
+}
+
+impl WriteParts for (&str, Option<&str>, &str) {
+    fn parts(&self) -> (&str, Option<&str>, &str) {
+        *self
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn WriteParts + 'a> for WriteKey {
+    fn borrow(&self) -> &(dyn WriteParts + 'a) {
+        self
+    }
+}
+
+// The borrowed parts hash as the owned key does (a tuple hashes its fields
+// in order, an `Option` its variant then its value, a `String` as its
+// `str`), as `Borrow` requires.
+impl std::hash::Hash for dyn WriteParts + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn WriteParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn WriteParts + '_ {}
+
 tokio::task_local! {
     /// The object a controller is reconciling on this task: the owner
     /// of what it writes.
@@ -297,17 +338,21 @@ impl OwnWrites {
         }
     }
 
-    /// Whether a record a reconcile of `key` depends on is held.
-    fn has_pending(&self, key: &WriteKey) -> bool {
+    /// Whether a record a reconcile of `key` depends on is held (asked
+    /// without building an owned key).
+    pub(crate) fn has_pending(&self, key: &(dyn WriteParts + '_)) -> bool {
         let state = self.lock();
+        if state.records.is_empty() {
+            return false;
+        }
         let now = Instant::now();
-        let children = state.children.get(key).map_or(&[][..], Vec::as_slice);
-        std::iter::once(key).chain(children).any(|k| {
-            state
-                .records
-                .get(k)
-                .is_some_and(|record| now.duration_since(record.at) < self.keep)
-        })
+        let fresh = |record: &Record| now.duration_since(record.at) < self.keep;
+        state.records.get(key).is_some_and(fresh)
+            || state.children.get(key).is_some_and(|children| {
+                children
+                    .iter()
+                    .any(|child| state.records.get(child).is_some_and(fresh))
+            })
     }
 
     /// Whether the watch event that brought `key` at `version` is this
@@ -435,6 +480,10 @@ mod tests {
             Some(key("parent")),
             true,
         );
+        // Asked by borrowed parts, as a controller asks of each object.
+        assert!(ledger.has_pending(&("configmaps", Some("ns"), "parent")));
+        assert!(!ledger.has_pending(&("configmaps", None, "parent")));
+        assert!(!ledger.has_pending(&("secrets", Some("ns"), "parent")));
         let stale = |_: &WriteKey| held("4");
         assert!(
             ledger
@@ -457,7 +506,12 @@ mod tests {
                 .await
                 .is_err()
         );
+        assert!(
+            ledger.has_pending(&("configmaps", Some("ns"), "parent")),
+            "its child's record"
+        );
         ledger.observed(&key("child"), &held("6"));
+        assert!(!ledger.has_pending(&("configmaps", Some("ns"), "parent")));
         assert!(
             ledger
                 .wait_for(&key("parent"), Duration::from_millis(60), seen)
