@@ -15,6 +15,7 @@ mod context;
 mod dynamic;
 mod first_week;
 mod fresh;
+mod held;
 mod mapped;
 mod policies;
 mod queue;
