@@ -16,6 +16,7 @@
 //! otherwise: never guessed.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -142,11 +143,18 @@ struct State {
     swept: usize,
 }
 
+/// How many channels the waits for records are woken through.
+const WAKE_CHANNELS: usize = 64;
+
 /// The ledger of one manager's writes.
 pub(crate) struct OwnWrites {
     state: Mutex<State>,
-    /// Woken whenever the watch drops a record.
-    caught_up: Notify,
+    /// Woken when the watch drops a record: the channel of its key
+    /// ([`channel`](Self::channel)), so a drop wakes the waits for that
+    /// object, its owner's and a few others', not every wait.
+    caught_up: Box<[Notify]>,
+    /// How a key picks its channel.
+    channels: std::hash::RandomState,
     /// How long a record is kept when no watch event drops it (a cache
     /// that relisted past the object, a watch that never comes).
     keep: Duration,
@@ -168,7 +176,8 @@ impl OwnWrites {
     pub(crate) fn new(keep: Duration) -> Self {
         OwnWrites {
             state: Mutex::new(State::default()),
-            caught_up: Notify::new(),
+            caught_up: (0..WAKE_CHANNELS).map(|_| Notify::new()).collect(),
+            channels: std::hash::RandomState::new(),
             keep,
             held: AtomicU64::new(0),
             own_events_asked: AtomicBool::new(false),
@@ -249,8 +258,30 @@ impl OwnWrites {
             state.records.remove(key);
             self.held.store(state.records.len() as u64, Relaxed);
             drop(state);
-            self.caught_up.notify_waiters();
+            self.caught_up[self.channel(key)].notify_waiters();
         }
+    }
+
+    /// The channel through which a dropped record of `key` wakes the
+    /// waits for it.
+    fn channel(&self, key: &(dyn WriteParts + '_)) -> usize {
+        // The remainder is below `WAKE_CHANNELS`: it fits a `usize`.
+        (self.channels.hash_one(key) % WAKE_CHANNELS as u64) as usize
+    }
+
+    /// The channels a wait for a reconcile of `key` listens on: its own
+    /// key's and its children's. Fixed for the wait: a held object is not
+    /// reconciling, so it gains no children meanwhile.
+    fn channels_of(&self, key: &WriteKey) -> Vec<usize> {
+        let state = self.lock();
+        let mut channels = vec![self.channel(key)];
+        for child in state.children.get(key).into_iter().flatten() {
+            let channel = self.channel(child);
+            if !channels.contains(&channel) {
+                channels.push(channel);
+            }
+        }
+        channels
     }
 
     /// The records a reconcile of `key` waits for: its own and those of
@@ -304,9 +335,10 @@ impl OwnWrites {
     /// time when they did not.
     ///
     /// The watch drops a record as it delivers what it expects and wakes
-    /// every wait; a wait so woken only looks whether its records are
-    /// gone. It asks `seen` (which may read a cached object's JSON) first
-    /// and every 50 ms, for a record no watch event will drop.
+    /// the waits listening on the record's channel; a wait so woken only
+    /// looks whether its records are gone. It asks `seen` (which may read
+    /// a cached object's JSON) first and every 50 ms, for a record no
+    /// watch event will drop.
     pub(crate) async fn wait_for(
         &self,
         key: &WriteKey,
@@ -317,9 +349,15 @@ impl OwnWrites {
         let deadline = tokio::time::Instant::now() + limit;
         let mut first = true;
         let mut look = true;
+        let channels = self.channels_of(key);
         loop {
-            let mut notified = std::pin::pin!(self.caught_up.notified());
-            notified.as_mut().enable();
+            let mut woken: Vec<_> = channels
+                .iter()
+                .map(|&c| Box::pin(self.caught_up[c].notified()))
+                .collect();
+            for notified in &mut woken {
+                notified.as_mut().enable();
+            }
             let behind = if look {
                 self.behind(key, &seen)
             } else {
@@ -331,7 +369,9 @@ impl OwnWrites {
             first = false;
             // Woken by the watch, or every 50 ms to look again.
             let next = (tokio::time::Instant::now() + Duration::from_millis(50)).min(deadline);
-            look = tokio::time::timeout_at(next, notified).await.is_err();
+            // Never empty: a key has its own channel.
+            let any = futures::future::select_all(woken);
+            look = tokio::time::timeout_at(next, any).await.is_err();
             if look && tokio::time::Instant::now() >= deadline {
                 return Err(started.elapsed());
             }

@@ -93,6 +93,52 @@ async fn a_reconcile_waits_for_its_own_and_its_childrens_writes() {
     assert_eq!(ledger.held(), 0, "every record went once observed");
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_watch_wakes_a_wait_as_it_drops_each_record_the_reconcile_depends_on() {
+    let ledger = std::sync::Arc::new(OwnWrites::default());
+    ledger.record(key("parent"), Expect::Version("5".into()), None, true);
+    let children: Vec<WriteKey> = (0..12).map(|i| key(&format!("child-{i}"))).collect();
+    for child in &children {
+        ledger.record(
+            child.clone(),
+            Expect::Version("6".into()),
+            Some(key("parent")),
+            true,
+        );
+    }
+    // Another object's record, whatever channel it shares.
+    ledger.record(key("other"), Expect::Version("7".into()), None, true);
+    // The caches never show a record here: only the watch's drops end
+    // the wait, which gives up after a minute of (paused) time.
+    let wait = tokio::spawn({
+        let ledger = ledger.clone();
+        async move {
+            ledger
+                .wait_for(&key("parent"), Duration::from_secs(60), |_| held("1"))
+                .await
+        }
+    });
+    tokio::task::yield_now().await;
+    ledger.observed(&key("other"), &held("7"));
+    ledger.observed(&key("parent"), &held("5"));
+    for child in &children {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!wait.is_finished(), "{} still pending", child.2);
+        ledger.observed(child, &held("6"));
+    }
+    // Ended by the last drop's wake, not by a look 50 ms later: the
+    // paused clock does not move while this task keeps yielding.
+    let at = tokio::time::Instant::now();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(wait.is_finished(), "woken by the last record's drop");
+    assert_eq!(tokio::time::Instant::now(), at);
+    let waited = wait.await.expect("the wait ends");
+    assert!(matches!(waited, Ok(Some(_))), "caught up: {waited:?}");
+    assert_eq!(ledger.held(), 0);
+}
+
 #[test]
 fn records_do_not_outlive_their_keep_time() {
     let ledger = OwnWrites::new(Duration::ZERO);

@@ -25,7 +25,7 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
 use super::key::{Key, lookup};
-use super::uid::PackedUid;
+use super::packed::{PackedUid, PackedVersion};
 use crate::object::AnyObject;
 
 /// How a manager's shared caches hold their objects, set with
@@ -85,11 +85,12 @@ fn key_of<K: Resource>(object: &K) -> Key {
     (object.namespace(), object.name_any())
 }
 
-/// One object of a compact cache: its JSON, and its uid packed beside it
-/// (`uid.rs`).
+/// One object of a compact cache: its JSON, and its uid and
+/// `resourceVersion` packed beside it (`packed.rs`).
 struct Entry {
     json: Box<[u8]>,
     uid: PackedUid,
+    version: PackedVersion,
 }
 
 /// The objects of a compact cache, as JSON, and what decoding them cost.
@@ -151,8 +152,8 @@ impl<K: AnyObject> CompactObjects<K> {
         }
     }
 
-    /// The `resourceVersion` and uid of `namespace`/`name`, read from its
-    /// JSON without decoding the object.
+    /// The `resourceVersion` and uid of `namespace`/`name`, as kept beside
+    /// its JSON or read from it, without decoding the object.
     pub(crate) fn version(
         &self,
         namespace: Option<&str>,
@@ -169,8 +170,11 @@ impl<K: AnyObject> CompactObjects<K> {
             uid: Option<String>,
         }
         let objects = self.read();
-        let only: Only =
-            serde_json::from_slice(&objects.get(lookup(&(namespace, name)))?.json).ok()?;
+        let entry = objects.get(lookup(&(namespace, name)))?;
+        if let (Some(version), Some(uid)) = (entry.version.text(), entry.uid.text()) {
+            return Some((version, Some(uid)));
+        }
+        let only: Only = serde_json::from_slice(&entry.json).ok()?;
         Some((only.metadata.resource_version?, only.metadata.uid))
     }
 
@@ -272,6 +276,7 @@ fn encode<K: AnyObject>(object: &K, scratch: &mut Vec<u8>) -> Option<Entry> {
         Ok(()) => Some(Entry {
             json: Box::from(scratch.as_slice()),
             uid: PackedUid::of(object.meta().uid.as_deref()),
+            version: PackedVersion::of(object.meta().resource_version.as_deref()),
         }),
         Err(error) => {
             tracing::warn!(%error, object = %object.name_any(), "an object does not encode for the compact cache: it is not cached");

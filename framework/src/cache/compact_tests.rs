@@ -138,3 +138,37 @@ fn identities_are_read_without_decoding_an_object() {
     );
     assert_eq!(objects.decoding().0, 0, "no object was decoded");
 }
+
+#[test]
+fn versions_read_back_as_stored_packed_or_from_the_json() {
+    let objects = CompactObjects::<ConfigMap>::new();
+    let mut writer = CompactWriter::new(objects.clone());
+    writer.apply_watcher_event(&Init);
+    let server = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+    // Packed: a server's uid and a decimal version. Read from the JSON:
+    // any other text of either, byte for byte.
+    let cases = [
+        ("packed", Some(server), Some("184467")),
+        ("zeros", Some(server), Some("007")),
+        ("text", Some(server), Some("v9é")),
+        ("own-uid", Some("uid-a"), Some("5")),
+        ("no-uid", None, Some("6")),
+        ("no-version", Some(server), None),
+    ];
+    for (name, uid, version) in cases {
+        let mut cm = config_map(name, "1");
+        cm.metadata.uid = uid.map(Into::into);
+        cm.metadata.resource_version = version.map(Into::into);
+        writer.apply_watcher_event(&InitApply(cm));
+    }
+    writer.apply_watcher_event(&InitDone);
+    for (name, uid, version) in cases {
+        assert_eq!(
+            objects.version(Some("default"), name),
+            version.map(|v| (v.to_owned(), uid.map(str::to_owned))),
+            "{name}"
+        );
+    }
+    assert_eq!(objects.version(Some("default"), "absent"), None);
+    assert_eq!(objects.decoding().0, 0, "no object was decoded");
+}

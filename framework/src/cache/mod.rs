@@ -26,6 +26,7 @@ mod error;
 mod index;
 pub(crate) mod key;
 mod lock;
+mod packed;
 mod projection;
 mod queue;
 mod reader;
@@ -38,7 +39,6 @@ mod sizes;
 mod store;
 mod streaming;
 mod trim;
-mod uid;
 mod watch;
 
 pub use compact::CacheLayout;

@@ -82,7 +82,7 @@ impl<K: AnyObject> Objects<K> {
     }
 
     /// Every object's namespace, name and uid; a compact cache keeps each
-    /// uid beside the object's JSON (`uid.rs`) and decodes no object.
+    /// uid beside the object's JSON (`packed.rs`) and decodes no object.
     pub(crate) fn identities(&self) -> Vec<(Key, String)> {
         match self {
             Objects::Decoded(store) => store

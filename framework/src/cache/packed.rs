@@ -1,9 +1,18 @@
-//! A compact cache keeps each object's uid beside its JSON, packed into
-//! 16 bytes when it is the text the API server writes (a UUID in lowercase
-//! hex with four hyphens), so listing the identities of every cached
-//! object (each sharding wake, the owned-keys gauge) reads no JSON. Any
-//! other text, or none, is read from the object's JSON as before: what
+//! What a compact cache keeps beside each object's JSON, packed, so that
+//! the questions asked of every object read no JSON:
+//!
+//! - its uid, in 16 bytes when it is the text the API server writes (a
+//!   UUID in lowercase hex with four hyphens): listing the identities of
+//!   every cached object (each sharding wake, the owned-keys gauge);
+//! - its `resourceVersion`, in 8 bytes when it is the text etcd's API
+//!   server writes (a decimal number without leading zeros): whether the
+//!   cache shows the manager's own last write, asked before each
+//!   reconcile.
+//!
+//! Any other text, or none, is read from the object's JSON as before: what
 //! comes back is always the stored text, byte for byte.
+
+use std::num::NonZeroU64;
 
 /// An object's uid, packed if it is a lowercase hyphenated UUID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +31,30 @@ impl PackedUid {
     /// The uid's text, when it was packed.
     pub(super) fn text(self) -> Option<String> {
         self.0.map(unpack)
+    }
+}
+
+/// An object's `resourceVersion`, packed if it is a decimal number from 1
+/// to `u64::MAX` written without leading zeros. The version is opaque to
+/// clients; the packing only keeps its text, and any text it cannot keep
+/// exactly is left to the JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PackedVersion(Option<NonZeroU64>);
+
+impl PackedVersion {
+    /// `version` packed; unpacked (read from the JSON) unless it is a
+    /// decimal number that prints back as the same text.
+    pub(super) fn of(version: Option<&str>) -> Self {
+        let packed = version
+            .filter(|v| v.bytes().all(|b| b.is_ascii_digit()) && !v.starts_with('0'))
+            .and_then(|v| v.parse::<u64>().ok())
+            .and_then(NonZeroU64::new);
+        PackedVersion(packed)
+    }
+
+    /// The version's text, when it was packed.
+    pub(super) fn text(self) -> Option<String> {
+        self.0.map(|n| n.to_string())
     }
 }
 
@@ -79,5 +112,33 @@ mod tests {
             assert_eq!(PackedUid::of(Some(other)), PackedUid(None), "{other:?}");
         }
         assert_eq!(PackedUid::of(None), PackedUid(None));
+    }
+
+    #[test]
+    fn a_decimal_version_round_trips_and_anything_else_is_left_to_the_json() {
+        for version in ["1", "7", "184467", "18446744073709551615"] {
+            assert_eq!(
+                PackedVersion::of(Some(version)).text().as_deref(),
+                Some(version)
+            );
+        }
+        for other in [
+            "0",
+            "007",
+            "18446744073709551616",
+            "+7",
+            "-7",
+            "7 ",
+            "12a",
+            "１２",
+            "",
+        ] {
+            assert_eq!(
+                PackedVersion::of(Some(other)),
+                PackedVersion(None),
+                "{other:?}"
+            );
+        }
+        assert_eq!(PackedVersion::of(None), PackedVersion(None));
     }
 }
