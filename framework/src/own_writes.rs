@@ -270,8 +270,10 @@ impl OwnWrites {
     }
 
     /// The channels a wait for a reconcile of `key` listens on: its own
-    /// key's and its children's. Fixed for the wait: a held object is not
-    /// reconciling, so it gains no children meanwhile.
+    /// key's and its children's. Fixed for the wait: the runner waits
+    /// only for an object it holds back, which is not reconciling and so
+    /// gains no children meanwhile (a record nothing wakes the wait for
+    /// would still be found by its look every 50 ms).
     fn channels_of(&self, key: &WriteKey) -> Vec<usize> {
         let state = self.lock();
         let mut channels = vec![self.channel(key)];
